@@ -1,0 +1,65 @@
+# mssql-cdc developer commands. `make test` is the one CI runs (.ci/run); it sets up first.
+#
+#   make setup        Debian packages, .venv, pinned dependencies, native build, Delta jars
+#   make test         setup, lint, C tests (normal, ASan+UBSan, valgrind), fuzz smoke, pytest
+#   make lint         ruff, ruff format --check, mypy --strict, clang-format --dry-run
+#   make fuzz         run every libFuzzer target for FUZZ_SECONDS each
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+VENV ?= .venv
+PY := $(VENV)/bin/python
+FUZZ_SECONDS ?= 20
+PYTEST_ARGS ?=
+CLANG_FORMAT ?= clang-format
+C_FILES = $(shell git ls-files 'native/*.c' 'native/*.h' 2>/dev/null || find native -name '*.[ch]')
+
+.PHONY: setup test lint native-test native-asan native-valgrind fuzz pytest clean
+
+setup:
+	bash scripts/setup.sh
+
+test: setup lint native-test native-asan native-valgrind fuzz pytest
+
+lint: setup
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy
+	$(CLANG_FORMAT) --dry-run --Werror $(C_FILES)
+
+native-test:
+	cmake -S . -B build/native -G Ninja -DMSSQLCDC_BUILD_TESTS=ON >/dev/null
+	cmake --build build/native
+	ctest --test-dir build/native --output-on-failure
+
+native-asan:
+	cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMSSQLCDC_BUILD_TESTS=ON \
+	  -DMSSQLCDC_SANITIZE=ON >/dev/null
+	cmake --build build/asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir build/asan --output-on-failure
+
+native-valgrind: native-test
+	ctest --test-dir build/native --output-on-failure -T memcheck \
+	  --overwrite MemoryCheckCommandOptions="--leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite,indirect" \
+	  >build/native/memcheck.log || { cat build/native/memcheck.log; exit 1; }
+	@tail -n 3 build/native/memcheck.log
+
+# Each libFuzzer target runs for FUZZ_SECONDS on a copy of its committed seed corpus (new inputs
+# land in build/fuzz/corpus, not in the repository).
+fuzz:
+	CC=clang cmake -S . -B build/fuzz -G Ninja -DMSSQLCDC_FUZZ=ON >/dev/null
+	cmake --build build/fuzz
+	for target in build/fuzz/native/tests/fuzz/fuzz_*; do \
+	  name=$$(basename $$target); \
+	  mkdir -p build/fuzz/corpus/$$name; \
+	  $$target -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
+	    build/fuzz/corpus/$$name native/tests/fuzz/corpus/$$name 2>build/fuzz/$$name.log \
+	    || { tail -n 40 build/fuzz/$$name.log; exit 1; }; \
+	  echo "fuzz: $$name ran $$(grep -oE 'Done [0-9]+ runs' build/fuzz/$$name.log)"; \
+	done
+
+pytest: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf build

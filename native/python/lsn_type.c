@@ -1,0 +1,267 @@
+/*
+ * lsn_type.c: mssql_cdc.Lsn, an immutable, ordered, hashable SQL Server LSN over mc_lsn
+ * (lsn.h). Instances compare and hash by their 10 bytes, pickle as those bytes, and print in
+ * the canonical form "0x" + 20 upper-case hex digits.
+ */
+#include "native_module.h"
+
+#include <string.h>
+
+#include "mssqlcdc/lsn.h"
+
+typedef struct {
+  PyObject_HEAD mc_lsn lsn;
+} LsnObject;
+
+static PyTypeObject LsnType;
+
+#define LSN_CHECK(o) PyObject_TypeCheck((o), &LsnType)
+
+static PyObject *lsn_new_from(const mc_lsn *lsn) {
+  LsnObject *self = PyObject_New(LsnObject, &LsnType);
+  if (self == NULL) return NULL;
+  self->lsn = *lsn;
+  return (PyObject *)self;
+}
+
+/* Parses a str into *out, raising ValueError that quotes (a bounded part of) the input. */
+static int lsn_parse_str(PyObject *text, mc_lsn *out) {
+  Py_ssize_t len = 0;
+  const char *utf8 = PyUnicode_AsUTF8AndSize(text, &len);
+  if (utf8 == NULL) return -1;
+  mc_error err;
+  if (mc_lsn_parse(utf8, (size_t)len, out, &err) != MC_OK) {
+    if (len > 48) {
+      PyErr_Format(PyExc_ValueError, "invalid LSN %.40R...: %s", text, err.message);
+    } else {
+      PyErr_Format(PyExc_ValueError, "invalid LSN %R: %s", text, err.message);
+    }
+    return -1;
+  }
+  return 0;
+}
+
+/* Fills *out from a 10-byte bytes-like object. */
+static int lsn_from_buffer(PyObject *obj, mc_lsn *out) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) != 0) return -1;
+  if (view.len != MC_LSN_SIZE) {
+    PyErr_Format(PyExc_ValueError, "an LSN is binary(10): expected 10 bytes, got %zd", view.len);
+    PyBuffer_Release(&view);
+    return -1;
+  }
+  memcpy(out->bytes, view.buf, MC_LSN_SIZE);
+  PyBuffer_Release(&view);
+  return 0;
+}
+
+static PyObject *Lsn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+  (void)type;
+  static char *kwlist[] = {"value", NULL};
+  PyObject *value = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:Lsn", kwlist, &value)) return NULL;
+  if (LSN_CHECK(value)) {
+    Py_INCREF(value);
+    return value;
+  }
+  mc_lsn lsn;
+  if (PyUnicode_Check(value)) {
+    if (lsn_parse_str(value, &lsn) != 0) return NULL;
+  } else if (PyObject_CheckBuffer(value)) {
+    if (lsn_from_buffer(value, &lsn) != 0) return NULL;
+  } else {
+    return PyErr_Format(PyExc_TypeError, "Lsn() takes a str or 10 bytes, not %.100s",
+                        Py_TYPE(value)->tp_name);
+  }
+  return lsn_new_from(&lsn);
+}
+
+static PyObject *Lsn_parse(PyObject *cls, PyObject *text) {
+  (void)cls;
+  if (!PyUnicode_Check(text)) {
+    return PyErr_Format(PyExc_TypeError, "Lsn.parse() takes a str, not %.100s",
+                        Py_TYPE(text)->tp_name);
+  }
+  mc_lsn lsn;
+  if (lsn_parse_str(text, &lsn) != 0) return NULL;
+  return lsn_new_from(&lsn);
+}
+
+/* Reads one part as an unsigned integer no larger than max; -1 with ValueError otherwise. */
+static int lsn_part(PyObject *value, const char *name, unsigned long long max,
+                    unsigned long long *out) {
+  if (!PyLong_Check(value)) {
+    PyErr_Format(PyExc_TypeError, "LSN %s must be an int, not %.100s", name,
+                 Py_TYPE(value)->tp_name);
+    return -1;
+  }
+  unsigned long long v = PyLong_AsUnsignedLongLong(value);
+  if ((v == (unsigned long long)-1 && PyErr_Occurred()) || v > max) {
+    PyErr_Clear();
+    PyErr_Format(PyExc_ValueError, "LSN %s must be in 0..%llu, got %R", name, max, value);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static PyObject *Lsn_from_parts(PyObject *cls, PyObject *args, PyObject *kwargs) {
+  (void)cls;
+  static char *kwlist[] = {"vlf", "block", "slot", NULL};
+  PyObject *o_vlf = NULL, *o_block = NULL, *o_slot = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:from_parts", kwlist, &o_vlf, &o_block,
+                                   &o_slot)) {
+    return NULL;
+  }
+  unsigned long long vlf = 0, block = 0, slot = 0;
+  if (lsn_part(o_vlf, "vlf", 0xFFFFFFFFull, &vlf) != 0 ||
+      lsn_part(o_block, "block", 0xFFFFFFFFull, &block) != 0 ||
+      lsn_part(o_slot, "slot", 0xFFFFull, &slot) != 0) {
+    return NULL;
+  }
+  mc_lsn lsn = mc_lsn_from_parts((uint32_t)vlf, (uint32_t)block, (uint16_t)slot);
+  return lsn_new_from(&lsn);
+}
+
+static PyObject *Lsn_next(PyObject *self, PyObject *unused) {
+  (void)unused;
+  mc_lsn out;
+  mc_error err;
+  if (mc_lsn_increment(&((LsnObject *)self)->lsn, &out, &err) != MC_OK) {
+    return PyErr_Format(PyExc_OverflowError, "%s", err.message);
+  }
+  return lsn_new_from(&out);
+}
+
+static PyObject *Lsn_prev(PyObject *self, PyObject *unused) {
+  (void)unused;
+  mc_lsn out;
+  mc_error err;
+  if (mc_lsn_decrement(&((LsnObject *)self)->lsn, &out, &err) != MC_OK) {
+    return PyErr_Format(PyExc_OverflowError, "%s", err.message);
+  }
+  return lsn_new_from(&out);
+}
+
+static PyObject *Lsn_format_parts(PyObject *self, PyObject *unused) {
+  (void)unused;
+  char text[MC_LSN_PARTS_TEXT_SIZE];
+  mc_lsn_format_parts(&((LsnObject *)self)->lsn, text);
+  return PyUnicode_FromString(text);
+}
+
+static PyObject *Lsn_bytes(PyObject *self, PyObject *unused) {
+  (void)unused;
+  return PyBytes_FromStringAndSize((const char *)((LsnObject *)self)->lsn.bytes, MC_LSN_SIZE);
+}
+
+static PyObject *Lsn_reduce(PyObject *self, PyObject *unused) {
+  PyObject *raw = Lsn_bytes(self, unused);
+  if (raw == NULL) return NULL;
+  return Py_BuildValue("(O(N))", (PyObject *)Py_TYPE(self), raw);
+}
+
+static PyObject *Lsn_str(PyObject *self) {
+  char text[MC_LSN_TEXT_SIZE];
+  mc_lsn_format(&((LsnObject *)self)->lsn, text);
+  return PyUnicode_FromString(text);
+}
+
+static PyObject *Lsn_repr(PyObject *self) {
+  char text[MC_LSN_TEXT_SIZE];
+  mc_lsn_format(&((LsnObject *)self)->lsn, text);
+  return PyUnicode_FromFormat("Lsn('%s')", text);
+}
+
+static Py_hash_t Lsn_hash(PyObject *self) {
+  /* FNV-1a over the 10 bytes; equal LSNs hash equal. */
+  const unsigned char *b = ((LsnObject *)self)->lsn.bytes;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < MC_LSN_SIZE; i++) {
+    h ^= b[i];
+    h *= 1099511628211ull;
+  }
+  Py_hash_t result = (Py_hash_t)(h >> 1);
+  return result == -1 ? -2 : result;
+}
+
+static PyObject *Lsn_richcompare(PyObject *a, PyObject *b, int op) {
+  if (!LSN_CHECK(a) || !LSN_CHECK(b)) Py_RETURN_NOTIMPLEMENTED;
+  int c = mc_lsn_compare(&((LsnObject *)a)->lsn, &((LsnObject *)b)->lsn);
+  Py_RETURN_RICHCOMPARE(c, 0, op);
+}
+
+static PyObject *Lsn_get_vlf(PyObject *self, void *closure) {
+  (void)closure;
+  return PyLong_FromUnsignedLong(mc_lsn_vlf(&((LsnObject *)self)->lsn));
+}
+
+static PyObject *Lsn_get_block(PyObject *self, void *closure) {
+  (void)closure;
+  return PyLong_FromUnsignedLong(mc_lsn_block(&((LsnObject *)self)->lsn));
+}
+
+static PyObject *Lsn_get_slot(PyObject *self, void *closure) {
+  (void)closure;
+  return PyLong_FromUnsignedLong(mc_lsn_slot(&((LsnObject *)self)->lsn));
+}
+
+static PyMethodDef Lsn_methods[] = {
+    {"parse", (PyCFunction)Lsn_parse, METH_O | METH_CLASS,
+     "parse(text: str) -> Lsn\n\n"
+     "Parse '0x' + up to 20 hex digits (prefix optional, either case, fewer digits left-padded\n"
+     "with zeros) or the 'vlf:block:slot' hex form. Raises ValueError saying what is wrong."},
+    {"from_parts", (PyCFunction)(void (*)(void))Lsn_from_parts,
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "from_parts(vlf: int, block: int, slot: int) -> Lsn\n\n"
+     "Build an LSN from its VLF sequence number, log block and slot."},
+    {"next", Lsn_next, METH_NOARGS,
+     "next() -> Lsn\n\nThe next possible LSN, as sys.fn_cdc_increment_lsn returns. "
+     "OverflowError at the largest LSN."},
+    {"prev", Lsn_prev, METH_NOARGS,
+     "prev() -> Lsn\n\nThe previous possible LSN, as sys.fn_cdc_decrement_lsn returns. "
+     "OverflowError at the zero LSN."},
+    {"format_parts", Lsn_format_parts, METH_NOARGS,
+     "format_parts() -> str\n\nThe fn_dblog / Debezium form, e.g. '0000002a:000001f4:0003'."},
+    {"__bytes__", Lsn_bytes, METH_NOARGS, "The 10 big-endian bytes SQL Server stores."},
+    {"__reduce__", Lsn_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Lsn_getset[] = {
+    {"vlf", Lsn_get_vlf, NULL, "VLF sequence number (bytes 0-3).", NULL},
+    {"block", Lsn_get_block, NULL, "Log block number (bytes 4-7).", NULL},
+    {"slot", Lsn_get_slot, NULL, "Slot of the log record in the block (bytes 8-9).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyDoc_STRVAR(Lsn_doc,
+             "Lsn(value: str | bytes)\n\n"
+             "A SQL Server log sequence number: binary(10) = 4-byte VLF sequence number, 4-byte\n"
+             "log block, 2-byte slot, big-endian (reference/sqlserver-cdc.md section 3).\n"
+             "Immutable, ordered as the log, hashable; str() gives '0x' + 20 upper-case hex\n"
+             "digits and bytes() the 10 bytes. Lsn(str) is Lsn.parse(str).");
+
+static PyTypeObject LsnType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mssql_cdc.Lsn",
+    .tp_basicsize = sizeof(LsnObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = Lsn_doc,
+    .tp_new = Lsn_new,
+    .tp_repr = Lsn_repr,
+    .tp_str = Lsn_str,
+    .tp_hash = Lsn_hash,
+    .tp_richcompare = Lsn_richcompare,
+    .tp_methods = Lsn_methods,
+    .tp_getset = Lsn_getset,
+};
+
+int mc_py_add_lsn_type(PyObject *module) {
+  if (PyType_Ready(&LsnType) < 0) return -1;
+  Py_INCREF(&LsnType);
+  if (PyModule_AddObject(module, "Lsn", (PyObject *)&LsnType) < 0) {
+    Py_DECREF(&LsnType);
+    return -1;
+  }
+  return 0;
+}

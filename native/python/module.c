@@ -1,0 +1,49 @@
+/*
+ * module.c: the mssql_cdc._native extension module: a thin CPython layer over the mssqlcdc C
+ * library. Each Python type lives in its own file (lsn_type.c, ...).
+ */
+#include "native_module.h"
+
+#include "mssqlcdc/version.h"
+
+static PyObject *native_version(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  return PyUnicode_FromString(mc_version());
+}
+
+static PyObject *native_tls_library_version(PyObject *self, PyObject *unused) {
+  (void)self;
+  (void)unused;
+  return PyUnicode_FromString(mc_tls_library_version());
+}
+
+static PyMethodDef native_methods[] = {
+    {"version", native_version, METH_NOARGS, "version() -> str: the C library's version."},
+    {"tls_library_version", native_tls_library_version, METH_NOARGS,
+     "tls_library_version() -> str: the OpenSSL version the C library runs with."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int native_exec(PyObject *module) { return mc_py_add_lsn_type(module); }
+
+static PyModuleDef_Slot native_slots[] = {
+    {Py_mod_exec, (void *)native_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT,
+    "mssql_cdc._native",
+    "Native core of mssql-cdc: the C library's Python binding.",
+    0,
+    native_methods,
+    native_slots,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void);
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModuleDef_Init(&native_module); }
