@@ -6,6 +6,7 @@ from typing_extensions import Self
 
 def version() -> str: ...
 def tls_library_version() -> str: ...
+
 @final
 class Lsn:
     """A SQL Server LSN: binary(10), VLF:block:slot, big-endian; ordered as the log."""
