@@ -40,7 +40,6 @@ native-asan:
 
 native-valgrind: native-test
 	ctest --test-dir build/native --output-on-failure -T memcheck \
-	  --overwrite MemoryCheckCommandOptions="--leak-check=full --error-exitcode=1 --errors-for-leak-kinds=definite,indirect" \
 	  >build/native/memcheck.log || { cat build/native/memcheck.log; exit 1; }
 	@tail -n 3 build/native/memcheck.log
 
