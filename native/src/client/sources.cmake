@@ -1,0 +1,3 @@
+list(APPEND MSSQLCDC_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/connstr.c
+)
