@@ -1,3 +1,4 @@
 list(APPEND MSSQLCDC_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/connstr.c
+  ${CMAKE_CURRENT_LIST_DIR}/packet.c
 )
