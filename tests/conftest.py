@@ -40,3 +40,66 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+
+
+# ---- BEGIN emulator fixtures (mssql_cdc.emulator; owned by the emulator work) ----------------
+# ``sql_server`` yields a running SQL Server stand-in: the in-process emulator, or the real
+# server named by MSSQL_CDC_TEST_SERVER (an ODBC-style connection string). ``emulator`` is the
+# control API; tests that request it are skipped against a real server.
+import os  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+
+@dataclass
+class SqlServerTarget:
+    host: str
+    port: int
+    user: str
+    password: str
+    database: str
+    emulator: object | None
+
+    def __repr__(self) -> str:  # never show the password
+        return f"SqlServerTarget({self.host}:{self.port}, emulator={self.emulator is not None})"
+
+
+def _parse_connection_string(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in text.split(";"):
+        key, sep, value = part.partition("=")
+        if sep:
+            out[key.strip().lower()] = value.strip()
+    return out
+
+
+@pytest.fixture
+def sql_server() -> Iterator[SqlServerTarget]:
+    real = os.environ.get("MSSQL_CDC_TEST_SERVER")
+    if real:
+        opts = _parse_connection_string(real)
+        server = opts.get("server", "127.0.0.1").removeprefix("tcp:")
+        host, _, port = server.partition(",")
+        yield SqlServerTarget(
+            host,
+            int(port or 1433),
+            opts.get("uid") or opts.get("user id", "sa"),
+            opts.get("pwd") or opts.get("password", ""),
+            opts.get("database", "master"),
+            None,
+        )
+        return
+    pytest.importorskip("duckdb")
+    from mssql_cdc.emulator import Emulator
+
+    with Emulator() as emu:
+        yield SqlServerTarget(emu.host, emu.port, "sa", emu.password, "master", emu)
+
+
+@pytest.fixture
+def emulator(sql_server: SqlServerTarget) -> object:
+    if sql_server.emulator is None:
+        pytest.skip("needs the emulator's control API (MSSQL_CDC_TEST_SERVER is set)")
+    return sql_server.emulator
+
+
+# ---- END emulator fixtures -------------------------------------------------------------------

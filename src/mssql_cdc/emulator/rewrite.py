@@ -1,0 +1,478 @@
+"""T-SQL expression rewriting before the engine runs a statement.
+
+sqlglot parses T-SQL; this module replaces what the engine cannot know with values computed
+by the emulator, bottom-up, and tags every node whose SQL Server type is known with
+``meta["sqltype"]`` (and constant values with ``meta["value"]``):
+
+* variables and ``sp_executesql`` parameters, ``@@VERSION``, ``@@SPID``, ``@@TRANCOUNT``;
+* server functions (``SERVERPROPERTY``, ``CURRENT_TIMEZONE_ID()``, ``SYSDATETIMEOFFSET()``,
+  ``GETDATE()``, ``DB_NAME()``) and the CDC scalar functions (``sys.fn_cdc_*``);
+* ``CAST``/``CONVERT`` into the emulator's storage forms (date/time types are canonical text,
+  see :mod:`temporal`), including ``CONVERT(binary(10), '0x...', 1)`` and
+  ``CONVERT(varchar(22), lsn, 1)`` (style 1 keeps the ``0x`` prefix, "CAST and CONVERT
+  (Transact-SQL)", binary styles);
+* ``cdc.fn_cdc_get_all_changes_<ci>(from, to, row_filter)`` in FROM, validated like SQL Server
+  (error 313) and replaced by a query on the change table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Callable
+from decimal import ROUND_HALF_UP, Decimal, localcontext
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from mssql_cdc import Lsn
+from mssql_cdc.emulator.catalog import TableDef
+from mssql_cdc.emulator.errors import SqlError, cdc_range, unsupported
+from mssql_cdc.emulator.temporal import Temporal, parse_temporal
+from mssql_cdc.emulator.types import MAX, SqlType, as_bytes, as_float, from_datatype, scalar
+
+if TYPE_CHECKING:
+    from mssql_cdc.emulator.database import Database
+
+__all__ = ["Context", "Rewriter", "constant", "temporal_text", "typed_literal"]
+
+VERSION_TEXT = (
+    "Microsoft SQL Server 2022 (RTM-CU12) (KB5033663) - 16.0.4135.4 (X64) \n"
+    "\tMar 30 2024 00:00:00 \n\tCopyright (C) 2022 Microsoft Corporation\n"
+    "\tDeveloper Edition (64-bit) on Linux (mssql-cdc emulator) <X64>"
+)
+SERVER_PROPERTIES: dict[str, object] = {
+    "productversion": "16.0.4135.4",
+    "productlevel": "RTM",
+    "productupdatelevel": "CU12",
+    "edition": "Developer Edition (64-bit)",
+    "engineedition": 3,
+    "machinename": "EMULATOR",
+    "servername": "EMULATOR",
+    "instancename": None,
+    "collation": "SQL_Latin1_General_CP1_CI_AS",
+    "ishadrenabled": 0,
+    "isclustered": 0,
+}
+_DT_BASE_DAYS = dt.date(1900, 1, 1).toordinal() - 1
+
+
+def temporal_text(t: SqlType, tv: Temporal) -> str:
+    """Canonical storage text of a date/time value in type ``t`` (rounded to its scale)."""
+    if t.name == "date":
+        return Temporal(tv.days if tv.days is not None else _DT_BASE_DAYS, None).date_text()
+    if t.name == "time":
+        return tv.round_ticks(t.scale).time_text(7)
+    full = Temporal(tv.days if tv.days is not None else _DT_BASE_DAYS, tv.ticks or 0, tv.offset)
+    if t.name == "datetime":
+        r = full.round_datetime()
+        return f"{r.date_text()} {r.time_text(3)}"
+    if t.name == "smalldatetime":
+        r = full.round_ticks(0)
+        minutes = ((r.ticks or 0) // 10_000_000 + 30) // 60
+        r = Temporal(r.days, minutes * 60 * 10_000_000).round_ticks(0)
+        return f"{r.date_text()} {r.time_text(0)}"
+    r = full.round_ticks(t.scale)
+    text = f"{r.date_text()} {r.time_text(7)}"
+    if t.name == "datetimeoffset":
+        text += " " + Temporal(None, None, tv.offset or 0).offset_text()
+    return text
+
+
+def _tag(node: exp.Expression, t: SqlType | None, value: object = None) -> exp.Expression:
+    if t is not None:
+        node.meta["sqltype"] = t
+    node.meta["value"] = value
+    node.meta["constant"] = True
+    return node
+
+
+def typed_literal(t: SqlType, value: object) -> exp.Expression:
+    """An engine literal holding ``value`` (already in storage form) of SQL Server type ``t``."""
+    node: exp.Expression
+    if value is None:
+        node = exp.Null()
+    elif t.is_binary:
+        node = exp.HexString(this=bytes(value).hex())  # type: ignore[call-overload]
+    elif t.is_temporal:
+        node = exp.Literal.string(temporal_text(t, parse_temporal(value)))
+        value = node.this
+    elif t.name == "bit":
+        node = exp.Boolean(this=bool(value))
+    elif t.name in ("real", "float"):
+        node = exp.Cast(
+            this=exp.Literal.number(repr(as_float(value))), to=exp.DataType.build("DOUBLE")
+        )
+    elif t.name == "uniqueidentifier":
+        node = exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build("UUID"))
+    elif t.name in ("decimal", "numeric", "money", "smallmoney"):
+        with localcontext() as ctx:
+            ctx.prec = 80
+            number = Decimal(str(value)).quantize(Decimal(1).scaleb(-t.scale), ROUND_HALF_UP)
+        value = number
+        node = exp.Cast(
+            this=exp.Literal.string(str(number)),
+            to=exp.DataType.build(t.storage(), dialect="duckdb"),
+        )
+    elif isinstance(value, (int, Decimal)) and not isinstance(value, bool):
+        node = exp.Literal.number(str(value))
+    else:
+        node = exp.Literal.string(str(value))
+    return _tag(node, t, value)
+
+
+def constant(node: exp.Expression) -> tuple[bool, object]:  # noqa: PLR0911 (a dispatch over kinds)
+    """(is constant, Python value) of a literal node after rewriting."""
+    if node.meta.get("constant"):
+        return True, node.meta.get("value")
+    if isinstance(node, exp.Null):
+        return True, None
+    if isinstance(node, exp.HexString):
+        return True, bytes.fromhex(str(node.this))
+    if isinstance(node, exp.Boolean):
+        return True, bool(node.this)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return True, str(node.this)
+        text = str(node.this)
+        return True, Decimal(text) if "." in text or "e" in text.lower() else int(text)
+    if isinstance(node, exp.Neg):
+        ok, inner = constant(node.this)
+        if ok and isinstance(inner, (int, Decimal)):
+            return True, -inner
+    return False, None
+
+
+class Context:
+    """What a rewrite needs from the session: variables, ids, transaction depth."""
+
+    def __init__(
+        self,
+        db: Database,
+        variables: dict[str, tuple[SqlType, object]],
+        *,
+        spid: int,
+        trancount: int,
+    ) -> None:
+        self.db = db
+        self.variables = variables
+        self.spid = spid
+        self.trancount = trancount
+
+
+def _literal_type(node: exp.Literal) -> SqlType:
+    if node.is_string:
+        return scalar("varchar", length=max(len(str(node.this)), 1))
+    text = str(node.this)
+    if "." in text:
+        digits = text.replace("-", "").replace(".", "")
+        scale = len(text.split(".")[1])
+        return scalar("decimal", precision=max(len(digits), scale, 1), scale=scale)
+    value = int(text)
+    if -(2**31) <= value < 2**31:
+        return scalar("int")
+    if len(text) <= 18:
+        return scalar("bigint")
+    return scalar("decimal", precision=len(text.lstrip("-")), scale=0)
+
+
+def _lsn_arg(value: object) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    raise SqlError(206, "Operand type clash: the argument is not binary(10)")
+
+
+class Rewriter:
+    """Rewrites one statement's expressions bottom-up (see the module docstring)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.functions: dict[str, Callable[[list[exp.Expression]], exp.Expression]] = {
+            "SERVERPROPERTY": self._serverproperty,
+            "CURRENT_TIMEZONE_ID": self._timezone_id,
+            "GETUTCDATE": lambda a: typed_literal(
+                scalar("datetime"), self.ctx.db.clock.utcnow().replace(tzinfo=None)
+            ),
+            "SYSUTCDATETIME": lambda a: typed_literal(
+                scalar("datetime2", scale=7), self.ctx.db.clock.utcnow().replace(tzinfo=None)
+            ),
+            "DB_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.db.name),
+            "FN_CDC_GET_MIN_LSN": self._min_lsn,
+            "FN_CDC_GET_MAX_LSN": self._max_lsn,
+            "FN_CDC_INCREMENT_LSN": lambda a: self._step_lsn(a, +1),
+            "FN_CDC_DECREMENT_LSN": lambda a: self._step_lsn(a, -1),
+            "FN_CDC_MAP_LSN_TO_TIME": self._map_lsn_to_time,
+            "FN_CDC_GET_COLUMN_ORDINAL": self._column_ordinal,
+        }
+
+    def rewrite(self, node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Parameter):
+            return self._parameter(node)
+        for key, value in list(node.args.items()):
+            if isinstance(value, exp.Expression):
+                node.set(key, self.rewrite(value))
+            elif isinstance(value, list):
+                node.set(
+                    key, [self.rewrite(v) if isinstance(v, exp.Expression) else v for v in value]
+                )
+        return self._node(node)
+
+    # --- per node ---
+
+    def _node(self, node: exp.Expression) -> exp.Expression:  # noqa: PLR0911 (a dispatch over kinds)
+        if isinstance(node, exp.Parameter):
+            return self._parameter(node)
+        if isinstance(node, exp.National):
+            text = str(node.this)
+            # nvarchar(n) counts UTF-16 code units: a character outside the BMP takes two.
+            units = len(text.encode("utf-16-le")) // 2
+            return _tag(exp.Literal.string(text), scalar("nvarchar", length=max(units, 1)), text)
+        if isinstance(node, exp.Literal):
+            node.meta.setdefault("sqltype", _literal_type(node))
+            return node
+        if isinstance(node, exp.HexString):
+            length = max(len(str(node.this)) // 2, 1)
+            node.meta.setdefault("sqltype", scalar("varbinary", length=length))
+            return node
+        if isinstance(node, exp.CurrentTimestampLTZ):
+            now = self.ctx.db.clock.now()
+            return typed_literal(scalar("datetimeoffset", scale=7), now)
+        if isinstance(node, exp.CurrentTimestamp):
+            return typed_literal(scalar("datetime"), self.ctx.db.clock.local_naive())
+        if isinstance(node, exp.Anonymous):
+            handler = self.functions.get(str(node.this).upper())
+            if handler is not None:
+                return handler(list(node.expressions))
+            upper = str(node.this).upper()
+            if upper.startswith("FN_CDC_") and not upper.startswith("FN_CDC_GET_ALL_CHANGES_"):
+                raise unsupported(str(node.this))
+            return node
+        if isinstance(node, exp.Dot) and node.expression.meta.get("constant"):
+            inner: exp.Expression = node.expression
+            return inner
+        if isinstance(node, (exp.Cast, exp.TryCast, exp.Convert)):
+            return self._cast(node)
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous):
+            return self._table_function(node)
+        return node
+
+    def _parameter(self, node: exp.Parameter) -> exp.Expression:
+        inner = node.this
+        if isinstance(inner, exp.Parameter):  # @@NAME
+            name = str(inner.name).upper()
+            if name == "VERSION":
+                return typed_literal(scalar("nvarchar", length=300), VERSION_TEXT)
+            if name == "SPID":
+                return typed_literal(scalar("smallint"), self.ctx.spid)
+            if name == "TRANCOUNT":
+                return typed_literal(scalar("int"), self.ctx.trancount)
+            if name == "SERVERNAME":
+                return typed_literal(scalar("nvarchar", length=128), "EMULATOR")
+            raise unsupported(f"@@{name}")
+        name = str(node.name).lower()
+        if name not in self.ctx.variables:
+            raise SqlError(137, f'Must declare the scalar variable "@{node.name}".', klass=15)
+        t, value = self.ctx.variables[name]
+        return typed_literal(t, value)
+
+    def _serverproperty(self, args: list[exp.Expression]) -> exp.Expression:
+        ok, name = constant(args[0]) if args else (False, None)
+        if not ok or not isinstance(name, str):
+            raise unsupported("SERVERPROPERTY with a non-constant argument")
+        value = SERVER_PROPERTIES.get(name.lower())
+        # SQL Server returns sql_variant; the emulator sends nvarchar(128) (or int).
+        if isinstance(value, int):
+            return typed_literal(scalar("int"), value)
+        return typed_literal(scalar("nvarchar", length=128), value)
+
+    def _timezone_id(self, args: list[exp.Expression]) -> exp.Expression:
+        return typed_literal(scalar("nvarchar", length=128), self.ctx.db.clock.windows_zone)
+
+    # --- CDC scalar functions ---
+
+    def _args(self, args: list[exp.Expression], what: str) -> list[object]:
+        values = []
+        for arg in args:
+            ok, value = constant(arg)
+            if not ok:
+                raise unsupported(f"{what} with a non-constant argument")
+            values.append(value)
+        return values
+
+    def _min_lsn(self, args: list[exp.Expression]) -> exp.Expression:
+        (name,) = self._args(args, "fn_cdc_get_min_lsn") or [None]
+        lsn = self.ctx.db.cdc.min_lsn(str(name)) if isinstance(name, str) else bytes(10)
+        return typed_literal(scalar("binary", length=10), lsn)
+
+    def _max_lsn(self, args: list[exp.Expression]) -> exp.Expression:
+        return typed_literal(scalar("binary", length=10), self.ctx.db.cdc.max_lsn())
+
+    def _step_lsn(self, args: list[exp.Expression], step: int) -> exp.Expression:
+        (value,) = self._args(args, "fn_cdc_increment_lsn")
+        lsn = _lsn_arg(value)
+        if lsn is None:
+            return typed_literal(scalar("binary", length=10), None)
+        moved = Lsn(lsn).next() if step > 0 else Lsn(lsn).prev()
+        return typed_literal(scalar("binary", length=10), bytes(moved))
+
+    def _map_lsn_to_time(self, args: list[exp.Expression]) -> exp.Expression:
+        (value,) = self._args(args, "fn_cdc_map_lsn_to_time")
+        text = self.ctx.db.cdc.map_lsn_to_time(_lsn_arg(value))
+        return typed_literal(scalar("datetime"), text)
+
+    def _column_ordinal(self, args: list[exp.Expression]) -> exp.Expression:
+        ci, column = self._args(args, "fn_cdc_get_column_ordinal")
+        instance = self.ctx.db.cdc.instance(str(ci))
+        ordinal: int | None = None
+        if instance is not None:
+            for n, name in enumerate(instance.columns, start=1):
+                if name.lower() == str(column).lower():
+                    ordinal = n
+        return typed_literal(scalar("int"), ordinal)
+
+    # --- CAST / CONVERT ---
+
+    def _cast(self, node: exp.Expression) -> exp.Expression:  # noqa: PLR0911, PLR0912, PLR0915 (a dispatch over kinds)
+        to = node.args.get("to") if not isinstance(node, exp.Convert) else node.this
+        inner = node.this if not isinstance(node, exp.Convert) else node.expression
+        assert isinstance(to, exp.DataType)
+        assert isinstance(inner, exp.Expression)
+        try:
+            t = from_datatype(to, in_cast=True)
+        except ValueError as exc:
+            raise unsupported(str(exc)) from None
+        style_node = node.args.get("style")
+        style = constant(style_node)[1] if isinstance(style_node, exp.Expression) else None
+        ok, value = constant(inner)
+        inner_type: SqlType | None = inner.meta.get("sqltype")
+        if t.is_temporal:
+            if ok:
+                if value is None:
+                    return typed_literal(t, None)
+                try:
+                    tv = parse_temporal(value)
+                except ValueError:
+                    raise SqlError(
+                        241,
+                        "Conversion failed when converting date and/or time from character string.",
+                    ) from None
+                return typed_literal(t, temporal_text(t, tv))
+            return _untag(exp.Cast(this=inner, to=exp.DataType.build("VARCHAR")), t)
+        if t.is_binary and style in (1, 2) and (inner_type is None or inner_type.is_string):
+            if ok:
+                if value is None:
+                    return typed_literal(t, None)
+                text = str(value)
+                if style == 1:
+                    if not text[:2].lower() == "0x":
+                        raise conversion_error(text, t)
+                    text = text[2:]
+                try:
+                    return typed_literal(t, bytes.fromhex(text))
+                except ValueError:
+                    raise conversion_error(str(value), t) from None
+            start = 3 if style == 1 else 1
+            call = exp.Anonymous(
+                this="unhex",
+                expressions=[exp.Substring(this=inner, start=exp.Literal.number(start))],
+            )
+            return _untag(call, t)
+        if t.is_string and style in (1, 2) and inner_type is not None and inner_type.is_binary:
+            prefix = "0x" if style == 1 else ""
+            if ok:
+                if value is None:
+                    return typed_literal(t, None)
+                return typed_literal(t, prefix + bytes(value).hex().upper())  # type: ignore[call-overload]
+            hexed: exp.Expression = exp.Anonymous(this="hex", expressions=[inner])
+            if prefix:
+                hexed = exp.DPipe(this=exp.Literal.string(prefix), expression=hexed)
+            return _untag(hexed, t)
+        if ok and value is not None and t.name == "uniqueidentifier":
+            try:
+                return typed_literal(t, uuid.UUID(str(value)))
+            except ValueError:
+                raise SqlError(
+                    8169,
+                    "Conversion failed when converting from a character string to "
+                    "uniqueidentifier.",
+                ) from None
+        if ok and value is None:
+            return typed_literal(t, None)
+        if ok and t.name in ("decimal", "numeric", "money", "smallmoney"):
+            try:
+                return typed_literal(t, value)
+            except ArithmeticError:
+                raise SqlError(8114, f"Error converting data type varchar to {t.sql()}.") from None
+        storage = t.storage()
+        if t.is_string and t.length != MAX:
+            cast: exp.Expression = exp.Anonymous(
+                this="left",
+                expressions=[
+                    exp.Cast(this=inner, to=exp.DataType.build("VARCHAR")),
+                    exp.Literal.number(t.length),
+                ],
+            )
+        else:
+            cast = exp.Cast(this=inner, to=exp.DataType.build(storage, dialect="duckdb"))
+        return _untag(cast, t)
+
+    # --- table-valued functions ---
+
+    def _table_function(self, node: exp.Table) -> exp.Expression:
+        func = node.this
+        assert isinstance(func, exp.Anonymous)
+        name = str(func.this)
+        lowered = name.lower()
+        prefix = "fn_cdc_get_all_changes_"
+        if not lowered.startswith(prefix):
+            raise unsupported(f"table-valued function {name}")
+        instance = self.ctx.db.cdc.instance(name[len(prefix) :])
+        if instance is None:
+            raise SqlError(208, f"Invalid object name 'cdc.{name}'.")
+        args = self._args(list(func.expressions), name)
+        if len(args) != 3:
+            raise cdc_range()
+        from_lsn, to_lsn, row_filter = args
+        if not isinstance(row_filter, str) or row_filter.strip().lower() not in (
+            "all",
+            "all update old",
+        ):
+            raise cdc_range()
+        self.ctx.db.cdc.check_range(instance, _lsn_arg(from_lsn), _lsn_arg(to_lsn))
+        ct = self.ctx.db.catalog.get("cdc", instance.change_table)
+        assert ct is not None
+        columns = [c for c in ct.columns if c.name != "__$end_lsn"]
+        select = exp.select(*[exp.column(c.name, quoted=True) for c in columns]).from_(
+            exp.table_(instance.change_table, db="cdc", quoted=True)
+        )
+        where: exp.Expression | exp.Condition = exp.Between(
+            this=exp.column("__$start_lsn", quoted=True),
+            low=exp.HexString(this=as_bytes(from_lsn).hex()),
+            high=exp.HexString(this=as_bytes(to_lsn).hex()),
+        )
+        if row_filter.strip().lower() == "all":
+            where = exp.and_(
+                where,
+                exp.NEQ(
+                    this=exp.column("__$operation", quoted=True), expression=exp.Literal.number(3)
+                ),
+            )
+        select = select.where(where)
+        alias = node.alias or name
+        sub = exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        sub.meta["tabledef"] = TableDef("cdc", alias, list(columns))
+        return sub
+
+
+def _untag(node: exp.Expression, t: SqlType) -> exp.Expression:
+    node.meta["sqltype"] = t
+    return node
+
+
+def conversion_error(text: str, t: SqlType) -> SqlError:
+    return SqlError(
+        8114 if t.is_binary else 245,
+        f"Error converting data type varchar to {t.sql()}.",
+    )

@@ -1,0 +1,75 @@
+"""The TCP listener: accepts connections and runs one :class:`Session` per client."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+
+from mssql_cdc.emulator.database import Database
+from mssql_cdc.emulator.session import Session
+from mssql_cdc.emulator.tls import Certificate, generate_certificate, server_contexts
+
+__all__ = ["DEFAULT_PASSWORD", "EmulatorServer"]
+
+log = logging.getLogger("mssql_cdc.emulator.server")
+#: The ``sa`` password when none is given (meets SQL Server's complexity policy).
+DEFAULT_PASSWORD = "Emulator-Passw0rd!"
+
+
+class EmulatorServer:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        password: str = DEFAULT_PASSWORD,
+        certificate: Certificate | None = None,
+        force_encryption: bool = False,
+    ) -> None:
+        self.db = db
+        self.password = password
+        self.certificate = certificate or generate_certificate()
+        self.legacy_context, self.strict_context = server_contexts(self.certificate)
+        self.force_encryption = force_encryption
+        self._server: asyncio.Server | None = None
+        self._spids = itertools.count(51)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.refuse_logins_until = 0.0
+        self.response_delay = 0.0
+
+    def __repr__(self) -> str:
+        return f"EmulatorServer(db={self.db.name!r})"
+
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        self._server = await asyncio.start_server(self._accept, host, port)
+        sockname = self._server.sockets[0].getsockname()
+        log.info("listening on %s:%d", sockname[0], sockname[1])
+        return str(sockname[0]), int(sockname[1])
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        session = Session(self, reader, writer, next(self._spids))
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+        try:
+            await session.run()
+        finally:
+            if task is not None:
+                self._tasks.discard(task)
+
+    def login_refused(self) -> bool:
+        return time.monotonic() < self.refuse_logins_until
+
+    async def before_response(self) -> None:
+        if self.response_delay > 0:
+            await asyncio.sleep(self.response_delay)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self._server.wait_closed()
+            self._server = None
