@@ -25,7 +25,10 @@ static PyMethodDef native_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static int native_exec(PyObject *module) { return mc_py_add_lsn_type(module); }
+static int native_exec(PyObject *module) {
+  if (mc_py_add_lsn_type(module) < 0) return -1;
+  return mc_py_add_conn_types(module);
+}
 
 static PyModuleDef_Slot native_slots[] = {
     {Py_mod_exec, (void *)native_exec},

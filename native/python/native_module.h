@@ -10,4 +10,7 @@
 /* Adds the Lsn type to the module; 0 on success, -1 with an exception set. */
 int mc_py_add_lsn_type(PyObject *module);
 
+/* Adds connect(), Connection and Result; 0 on success, -1 with an exception set. */
+int mc_py_add_conn_types(PyObject *module);
+
 #endif /* MSSQLCDC_NATIVE_MODULE_H */

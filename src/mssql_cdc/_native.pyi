@@ -1,5 +1,6 @@
 """Type stubs for the compiled extension mssql_cdc._native (native/python/)."""
 
+from collections.abc import Sequence
 from typing import final
 
 from typing_extensions import Self
@@ -33,3 +34,46 @@ class Lsn:
     def __eq__(self, other: object) -> bool: ...
     def __ne__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
+
+class Result:
+    """The result of :meth:`Connection.execute`: an Arrow C stream, read once."""
+
+    @property
+    def rows_affected(self) -> int: ...
+    @property
+    def has_rows(self) -> bool: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+Param = None | bool | int | float | str | bytes | bytearray | memoryview | Lsn
+
+class Connection:
+    """A connection to SQL Server, made by :func:`connect`."""
+
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def server_version(self) -> str: ...
+    def execute(
+        self,
+        sql: str,
+        params: Sequence[Param] | None = None,
+        *,
+        batch_rows: int = 65536,
+        batch_bytes: int = 67108864,
+    ) -> Result: ...
+    def scalar(self, sql: str, params: Sequence[Param] | None = None) -> object: ...
+    def cancel(self) -> None: ...
+    def close(self) -> None: ...
+    def stats(self) -> dict[str, float]: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc: object) -> None: ...
+
+def connect(
+    connection_string: str,
+    *,
+    user: str | None = None,
+    password: str | None = None,
+    access_token: str | None = None,
+    login_timeout: float | None = None,
+    query_timeout: float | None = None,
+) -> Connection: ...

@@ -80,6 +80,7 @@ typedef struct mc_tds_deframer {
   bool last_packet; /* the current packet has EOM */
   bool done;        /* the whole message was returned */
   uint8_t status;   /* status of the last header read */
+  uint64_t packets; /* headers read so far */
 } mc_tds_deframer;
 
 /* Starts a message. expected_type is the packet type every packet must have (0 = any). */

@@ -32,9 +32,11 @@ typedef enum mc_status {
   MC_ENOMEM = 3,   /* allocation failed */
   MC_EPROTO = 4,   /* malformed or truncated server stream */
   MC_NEEDMORE = 5, /* not enough bytes yet; not an error for streaming parsers */
-  MC_EIO = 6,      /* socket or TLS failure */
+  MC_EIO = 6,      /* socket failure */
   MC_ETIMEOUT = 7, /* a deadline passed */
-  MC_ESERVER = 8   /* the server answered with an ERROR token */
+  MC_ESERVER = 8,  /* the server answered with an ERROR token */
+  MC_ETLS = 9,     /* TLS handshake or certificate verification failed */
+  MC_ECLOSED = 10  /* the server closed the connection */
 } mc_status;
 
 #define MC_ERROR_MESSAGE_SIZE 512

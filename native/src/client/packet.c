@@ -106,6 +106,7 @@ mc_status mc_tds_deframe(mc_tds_deframer *d, const uint8_t *in, size_t in_len, s
                             (unsigned)h.type, (unsigned)d->expected_type);
       }
       d->header_have = 0;
+      d->packets++;
       d->in_packet = true;
       d->status = h.status;
       d->last_packet = (h.status & MC_TDS_STATUS_EOM) != 0;

@@ -30,6 +30,8 @@ const char *mc_status_name(mc_status status) {
     case MC_EIO: return "EIO";
     case MC_ETIMEOUT: return "ETIMEOUT";
     case MC_ESERVER: return "ESERVER";
+    case MC_ETLS: return "ETLS";
+    case MC_ECLOSED: return "ECLOSED";
   }
   return "UNKNOWN";
 }

@@ -1,0 +1,275 @@
+/*
+ * conn.c: opening a connection (TCP, PRELOGIN, TLS, LOGIN7, login response, routing), sending
+ * messages and closing (conn.h; MS-TDS 3.2.5 client state machine).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "conn_int.h"
+#include "mssqlcdc/login7.h"
+#include "mssqlcdc/prelogin.h"
+
+/* Packets of the login phase: every server takes 4096 before ENVCHANGE says otherwise. */
+#define LOGIN_PACKET_SIZE 4096
+
+mc_status mc_conn_fail(mc_conn *c, mc_status st, mc_error *err) {
+  if (st == MC_OK || st == MC_ESERVER) return st;
+  c->broken = true;
+  c->broken_status = st;
+  snprintf(c->broken_message, sizeof c->broken_message, "%s",
+           err != NULL ? err->message : "connection failed");
+  return st;
+}
+
+mc_status mc_conn_send(mc_conn *c, uint8_t type, const uint8_t *payload, size_t len,
+                       mc_error *err) {
+  size_t cap = mc_tds_framed_size(len, c->packet_size);
+  uint8_t *framed = malloc(cap);
+  if (framed == NULL) return mc_error_set(err, MC_ENOMEM, "out of memory sending a request");
+  size_t written = 0;
+  mc_status st = mc_tds_frame(type, payload, len, c->packet_size, 1, framed, cap, &written, err);
+  if (st == MC_OK) {
+    double deadline = c->timeout_seconds > 0 ? mc_now() + c->timeout_seconds : 0;
+    st = mc_transport_write(&c->t, framed, written, deadline, err);
+  }
+  OPENSSL_cleanse(framed, cap); /* LOGIN7 holds secrets */
+  free(framed);
+  if (st == MC_OK) c->round_trips++;
+  return mc_conn_fail(c, st, err);
+}
+
+void mc_conn_keep_message(mc_conn *c) {
+  const mc_tds_message *m = mc_tds_decoder_message(c->dec);
+  if (m == NULL || !m->is_error) return;
+  if (c->has_message) return; /* the first error is the cause; later ones follow from it */
+  c->has_message = true;
+  c->message = *m;
+  snprintf(c->message_text, sizeof c->message_text, "%s", m->message ? m->message : "");
+  snprintf(c->message_server, sizeof c->message_server, "%s", m->server ? m->server : "");
+  snprintf(c->message_procedure, sizeof c->message_procedure, "%s",
+           m->procedure ? m->procedure : "");
+  c->message.message = c->message_text;
+  c->message.server = c->message_server;
+  c->message.procedure = c->message_procedure;
+}
+
+void mc_conn_apply_envchange(mc_conn *c) {
+  const mc_tds_envchange *e = mc_tds_decoder_envchange(c->dec);
+  if (e == NULL) return;
+  switch (e->type) {
+    case MC_TDS_ENV_PACKET_SIZE:
+      if (e->packet_size >= MC_TDS_MIN_PACKET && e->packet_size <= MC_TDS_MAX_PACKET) {
+        c->packet_size = e->packet_size;
+      }
+      break;
+    case MC_TDS_ENV_DATABASE:
+      snprintf(c->database, sizeof c->database, "%s", e->new_value ? e->new_value : "");
+      break;
+    case MC_TDS_ENV_BEGIN_TRAN:
+      if (e->new_len == 8) memcpy(c->transaction, e->new_bytes, 8);
+      break;
+    case MC_TDS_ENV_COMMIT_TRAN:
+    case MC_TDS_ENV_ROLLBACK_TRAN: memset(c->transaction, 0, 8); break;
+    case MC_TDS_ENV_ROUTING:
+      if (e->routing_server != NULL) {
+        snprintf(c->routing_host, sizeof c->routing_host, "%s", e->routing_server);
+        c->routing_port = e->routing_port;
+      }
+      break;
+    default: break;
+  }
+}
+
+/* Reads one whole PRELOGIN reply (a small message) into buf. */
+static mc_status read_prelogin_reply(mc_conn *c, uint8_t *buf, size_t cap, size_t *len,
+                                     double deadline, mc_error *err) {
+  mc_tds_deframer d;
+  mc_tds_deframer_init(&d, MC_TDS_REPLY, MC_TDS_MAX_PACKET);
+  *len = 0;
+  while (!d.done) {
+    size_t got = 0;
+    MC_RETURN_NOT_OK(mc_transport_read(&c->t, c->rbuf, sizeof c->rbuf, &got, deadline, err));
+    size_t off = 0;
+    while (off < got) {
+      size_t used = 0, n = 0;
+      const uint8_t *payload = NULL;
+      MC_RETURN_NOT_OK(mc_tds_deframe(&d, c->rbuf + off, got - off, &used, &payload, &n, err));
+      off += used;
+      if (n > cap - *len) {
+        return mc_error_set(err, MC_EPROTO, "PRELOGIN reply is larger than %zu bytes", cap);
+      }
+      if (n > 0) memcpy(buf + *len, payload, n);
+      *len += n;
+    }
+  }
+  c->packets_before += d.packets;
+  return MC_OK;
+}
+
+static void host_name(char *out, size_t cap) {
+  if (gethostname(out, cap) != 0) snprintf(out, cap, "localhost");
+  out[cap - 1] = '\0';
+}
+
+/* One attempt: connect to params' host and port and log in. */
+static mc_status login(mc_conn *c, const mc_conn_auth *auth, double deadline, mc_error *err) {
+  const mc_conn_params *p = &c->params;
+  MC_RETURN_NOT_OK(mc_transport_connect(&c->t, p->host, p->port, deadline, err));
+  if (p->encrypt == MC_ENCRYPT_STRICT) {
+    MC_RETURN_NOT_OK(mc_transport_tls_start(&c->t, p, false, deadline, err));
+  }
+  bool token = auth->access_token != NULL;
+  uint8_t pre[MC_PRELOGIN_REQUEST_MAX];
+  size_t pre_len = mc_prelogin_build(mc_prelogin_client_encryption(p->encrypt), token, pre);
+  MC_RETURN_NOT_OK(mc_conn_send(c, MC_TDS_PRELOGIN, pre, pre_len, err));
+  uint8_t reply[4096];
+  size_t reply_len = 0;
+  MC_RETURN_NOT_OK(read_prelogin_reply(c, reply, sizeof reply, &reply_len, deadline, err));
+  mc_prelogin_reply r;
+  MC_RETURN_NOT_OK(mc_prelogin_parse(reply, reply_len, &r, err));
+  mc_tls_plan plan;
+  MC_RETURN_NOT_OK(mc_prelogin_plan(p->encrypt, r.encryption, &plan, err));
+  if (p->encrypt != MC_ENCRYPT_STRICT && plan != MC_TLS_NONE) {
+    /* Encrypt=optional does not validate the certificate, as in ODBC Driver 18: TLS there
+     * only hides the login packet from passive observers. */
+    mc_conn_params tls_params = *p;
+    if (p->encrypt == MC_ENCRYPT_OPTIONAL) tls_params.trust_server_certificate = true;
+    mc_status st = mc_transport_tls_start(&c->t, &tls_params, true, deadline, err);
+    OPENSSL_cleanse(&tls_params, sizeof tls_params);
+    MC_RETURN_NOT_OK(st);
+  }
+
+  char client_host[256];
+  host_name(client_host, sizeof client_host);
+  mc_login7_request req;
+  memset(&req, 0, sizeof req);
+  req.packet_size = p->packet_size;
+  req.host_name = client_host;
+  req.user = auth->user != NULL ? auth->user : p->user;
+  req.password = auth->password != NULL ? auth->password : p->password;
+  req.app_name = p->application_name;
+  req.server_name = p->host;
+  req.library = "mssql-cdc";
+  req.database = p->database;
+  req.access_token = auth->access_token;
+  req.access_token_len = token ? strlen(auth->access_token) : 0;
+  req.fedauth_echo = r.fedauth_required;
+  req.read_only_intent = p->read_only_intent;
+  req.client_pid = (uint32_t)getpid();
+  uint8_t *msg = NULL;
+  size_t msg_len = 0;
+  MC_RETURN_NOT_OK(mc_login7_build(&req, &msg, &msg_len, err));
+  mc_status st = mc_conn_send(c, MC_TDS_LOGIN7, msg, msg_len, err);
+  mc_login7_free(msg, msg_len);
+  MC_RETURN_NOT_OK(st);
+  if (plan == MC_TLS_LOGIN_ONLY) mc_transport_tls_drop(&c->t);
+
+  /* The login response: LOGINACK, ENVCHANGEs, INFOs, maybe an ERROR, DONE. */
+  c->timeout_seconds = deadline > 0 ? deadline - mc_now() : 0;
+  mc_conn_begin_response(c);
+  bool acknowledged = false;
+  for (;;) {
+    mc_tds_event ev;
+    MC_RETURN_NOT_OK(mc_conn_next_event(c, &ev, err));
+    if (ev == MC_TDS_EVENT_NONE) break;
+    if (ev == MC_TDS_EVENT_LOGINACK) {
+      const mc_tds_loginack *ack = mc_tds_decoder_loginack(c->dec);
+      acknowledged = true;
+      uint32_t v = ack->prog_version;
+      snprintf(c->server_version, sizeof c->server_version, "%u.%u.%u", (unsigned)(v >> 24),
+               (unsigned)((v >> 16) & 0xFF), (unsigned)(v & 0xFFFF));
+    } else if (ev == MC_TDS_EVENT_ENVCHANGE) {
+      mc_conn_apply_envchange(c);
+    } else if (ev == MC_TDS_EVENT_MESSAGE) {
+      mc_conn_keep_message(c);
+    }
+  }
+  c->in_request = false;
+  c->timeout_seconds = 0;
+  if (c->has_message) {
+    return mc_error_set(err, MC_ESERVER, "login failed: [%d] %s", (int)c->message.number,
+                        c->message_text);
+  }
+  if (!acknowledged) {
+    return mc_error_set(err, MC_EPROTO, "the login response has no LOGINACK");
+  }
+  return MC_OK;
+}
+
+mc_status mc_conn_open(const mc_conn_params *params, const mc_conn_auth *auth_in, mc_conn **out,
+                       mc_error *err) {
+  *out = NULL;
+  mc_conn_auth auth = {0};
+  if (auth_in != NULL) auth = *auth_in;
+  if (params->host[0] == '\0') {
+    return mc_error_set(err, MC_EINVAL, "connection string: Server is required");
+  }
+  mc_conn *c = calloc(1, sizeof *c);
+  if (c == NULL) return mc_error_set(err, MC_ENOMEM, "out of memory opening a connection");
+  c->params = *params;
+  c->dec_options.batch_rows = 65536;
+  c->dec = mc_tds_decoder_new(&c->dec_options);
+  if (c->dec == NULL) {
+    mc_conn_close(c);
+    return mc_error_set(err, MC_ENOMEM, "out of memory opening a connection");
+  }
+  c->rows_affected = -1;
+  double deadline =
+      params->login_timeout_seconds > 0 ? mc_now() + params->login_timeout_seconds : 0;
+  mc_status st = MC_OK;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    mc_transport_init(&c->t);
+    c->packet_size = LOGIN_PACKET_SIZE;
+    c->routing_host[0] = '\0';
+    c->has_message = false;
+    st = login(c, &auth, deadline, err);
+    if (st != MC_OK || c->routing_host[0] == '\0') break;
+    /* ENVCHANGE routing (MS-TDS 2.2.7.9): log in again at the host it names. */
+    mc_transport_close(&c->t);
+    snprintf(c->params.host, sizeof c->params.host, "%s", c->routing_host);
+    c->params.port = c->routing_port;
+    st = mc_error_set(err, MC_EPROTO, "the server routed the connection twice");
+  }
+  OPENSSL_cleanse(c->params.password, sizeof c->params.password);
+  if (st == MC_ETIMEOUT) {
+    mc_error_set(err, MC_ETIMEOUT, "login timed out after %.0f s (Connection Timeout)",
+                 params->login_timeout_seconds);
+  }
+  if (st != MC_OK) {
+    mc_conn_close(c);
+    return st;
+  }
+  c->has_message = false;
+  *out = c;
+  return MC_OK;
+}
+
+void mc_conn_stats_get(const mc_conn *c, mc_conn_stats *out) {
+  out->bytes_received = c->t.bytes_received;
+  out->bytes_sent = c->t.bytes_sent;
+  out->packets_received = c->packets_before + c->deframer.packets;
+  out->round_trips = c->round_trips;
+  out->network_wait_seconds = c->t.network_wait_seconds;
+  out->decode_seconds = c->decode_seconds;
+}
+
+const char *mc_conn_server_version(const mc_conn *c) { return c->server_version; }
+const char *mc_conn_database(const mc_conn *c) { return c->database; }
+const mc_tds_message *mc_conn_last_message(const mc_conn *c) {
+  return c->has_message ? &c->message : NULL;
+}
+int64_t mc_conn_rows_affected(const mc_conn *c) { return c->rows_affected; }
+
+void mc_conn_close(mc_conn *c) {
+  if (c == NULL) return;
+  mc_transport_close(&c->t);
+  mc_tds_decoder_free(c->dec);
+  OPENSSL_cleanse(c, sizeof *c);
+  free(c);
+}

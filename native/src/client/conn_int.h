@@ -1,0 +1,78 @@
+/*
+ * conn_int.h (private): the connection struct shared by conn.c (open, login, close),
+ * request.c (SQLBatch and RPC payloads) and result.c (reading responses).
+ */
+#ifndef MSSQLCDC_CONN_INT_H
+#define MSSQLCDC_CONN_INT_H
+
+#include "mssqlcdc/conn.h"
+#include "mssqlcdc/packet.h"
+#include "transport.h"
+
+#define MC_READ_BUFFER 32768
+
+struct mc_conn {
+  mc_transport t;
+  mc_conn_params params;  /* password wiped after login */
+  uint32_t packet_size;   /* negotiated */
+  uint8_t transaction[8]; /* ALL_HEADERS transaction descriptor (ENVCHANGE 8/9/10) */
+
+  mc_tds_decoder *dec;
+  mc_tds_options dec_options;
+  mc_tds_deframer deframer;
+  bool response_done; /* the EOM packet of the response has been fed */
+  bool finished;      /* mc_tds_decoder_finish ran */
+  bool in_request;    /* a response is being read */
+  bool has_result;    /* a result set is open */
+  bool broken;
+  mc_status broken_status;
+  char broken_message[MC_ERROR_MESSAGE_SIZE];
+  double timeout_seconds;
+
+  bool has_message;
+  mc_tds_message message;
+  char message_text[4096];
+  char message_server[256];
+  char message_procedure[256];
+  int64_t rows_affected;
+
+  uint64_t packets_before; /* packets counted by earlier deframers */
+  uint64_t round_trips;
+  double decode_seconds;
+
+  char server_version[32];
+  char database[MC_CONN_NAME_SIZE];
+  char routing_host[MC_CONN_HOST_SIZE];
+  uint16_t routing_port;
+  uint8_t rbuf[MC_READ_BUFFER];
+};
+
+/* Sends payload as one message of the given packet type (negotiated packet size). */
+MC_NODISCARD mc_status mc_conn_send(mc_conn *c, uint8_t type, const uint8_t *payload, size_t len,
+                                    mc_error *err);
+
+/* Starts reading a new response message. */
+void mc_conn_begin_response(mc_conn *c);
+
+/* The next decoder event of the response; MC_TDS_EVENT_NONE at its clean end. Reads from the
+ * network as needed. Any failure marks the connection broken. */
+MC_NODISCARD mc_status mc_conn_next_event(mc_conn *c, mc_tds_event *ev, mc_error *err);
+
+/* Copies the decoder's current ERROR token into the connection. */
+void mc_conn_keep_message(mc_conn *c);
+
+/* Applies an ENVCHANGE (packet size, database, transaction, routing). */
+void mc_conn_apply_envchange(mc_conn *c);
+
+/* Marks the connection unusable with st and err's message; returns st. */
+mc_status mc_conn_fail(mc_conn *c, mc_status st, mc_error *err);
+
+/* Payload builders (request.c). *out is malloc'd; the caller frees it. */
+MC_NODISCARD mc_status mc_request_sqlbatch(const uint8_t transaction[8], const char *sql,
+                                           size_t len, uint8_t **out, size_t *out_len,
+                                           mc_error *err);
+MC_NODISCARD mc_status mc_request_rpc_executesql(const uint8_t transaction[8], const char *sql,
+                                                 size_t len, const mc_param *params, size_t nparams,
+                                                 uint8_t **out, size_t *out_len, mc_error *err);
+
+#endif /* MSSQLCDC_CONN_INT_H */
