@@ -26,20 +26,23 @@ lint: setup
 	$(VENV)/bin/mypy
 	$(CLANG_FORMAT) --dry-run --Werror $(C_FILES)
 
-native-test:
+# The C tests that need a server (test_conn_live) get the emulator from scripts/with-emulator.sh.
+WITH_SERVER := scripts/with-emulator.sh
+
+native-test: setup
 	cmake -S . -B build/native -G Ninja -DMSSQLCDC_BUILD_TESTS=ON >/dev/null
 	cmake --build build/native
-	ctest --test-dir build/native --output-on-failure
+	$(WITH_SERVER) ctest --test-dir build/native --output-on-failure
 
-native-asan:
+native-asan: setup
 	cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMSSQLCDC_BUILD_TESTS=ON \
 	  -DMSSQLCDC_SANITIZE=ON >/dev/null
 	cmake --build build/asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir build/asan --output-on-failure
+	  $(WITH_SERVER) ctest --test-dir build/asan --output-on-failure
 
 native-valgrind: native-test
-	ctest --test-dir build/native --output-on-failure -T memcheck \
+	$(WITH_SERVER) ctest --test-dir build/native --output-on-failure -T memcheck \
 	  >build/native/memcheck.log || { cat build/native/memcheck.log; exit 1; }
 	@tail -n 3 build/native/memcheck.log
 
