@@ -352,18 +352,44 @@ static void test_varchar_cp1252_and_utf8_collations(void **state) {
             6);
 }
 
-static void test_unsupported_code_page_is_a_clean_error(void **state) {
+static void test_other_code_pages_decode_through_iconv(void **state) {
+  (void)state;
+  /* Cyrillic_General_CI_AS: LCID 0x0419 -> code page 1251; 0xC0 0xFF = U+0410 U+044F */
+  static const char *const cyr[] = {"0200 C0FF"};
+  static const int32_t off1[] = {0, 4};
+  check_var(
+      "A76400"
+      "1904D00000",
+      cyr, N(cyr), "u", NULL, off1, "\xD0\x90\xD1\x8F", 4);
+  /* Chinese_PRC_CI_AS: LCID 0x0804 -> code page 936 (double-byte): D6D0 = U+4E2D; a lead
+   * byte cut off at the end of the value becomes U+FFFD. */
+  static const char *const gbk[] = {"0300 41D6D0", "0100 D6"};
+  static const int32_t off2[] = {0, 4, 7};
+  check_var(
+      "A76400"
+      "0408D00000",
+      gbk, N(gbk), "u", NULL, off2, "A\xE4\xB8\xAD\xEF\xBF\xBD", 7);
+  /* Japanese_CI_AS: LCID 0x0411 -> code page 932: 8341 = U+30A2 (katakana A) */
+  static const char *const sjis[] = {"0200 8341"};
+  static const int32_t off3[] = {0, 3};
+  check_var(
+      "A76400"
+      "1104D00000",
+      sjis, N(sjis), "u", NULL, off3, "\xE3\x82\xA2", 3);
+}
+
+static void test_unknown_code_page_is_a_clean_error(void **state) {
   (void)state;
   tb b = {0};
-  /* Cyrillic_General_CI_AS: LCID 0x0419, sort id 0 -> code page 1251 */
-  static const char *const rows[] = {"0100 C0"};
+  /* LCID 0x007F (invariant) with sort id 0 names no code page */
+  static const char *const rows[] = {"0100 41"};
   one_column(&b,
              "A76400"
-             "1904D00000",
+             "7F00D00000",
              rows, 1);
   run_result r = run_all_splits(b.p, b.n, 1, NULL);
   assert_int_equal(r.status, MC_EPROTO);
-  assert_non_null(strstr(r.message, "code page 1251"));
+  assert_non_null(strstr(r.message, "unknown code page"));
   tb_free(&r.transcript);
   tb_free(&b);
 }
@@ -644,7 +670,8 @@ int main(void) {
       cmocka_unit_test(test_uniqueidentifier_is_mixed_endian_upper_text),
       cmocka_unit_test(test_nvarchar_surrogates_and_lone_halves),
       cmocka_unit_test(test_varchar_cp1252_and_utf8_collations),
-      cmocka_unit_test(test_unsupported_code_page_is_a_clean_error),
+      cmocka_unit_test(test_other_code_pages_decode_through_iconv),
+      cmocka_unit_test(test_unknown_code_page_is_a_clean_error),
       cmocka_unit_test(test_binary_varbinary_and_rowversion),
       cmocka_unit_test(test_plp_nvarchar_max_chunks_split_anywhere),
       cmocka_unit_test(test_plp_varbinary_max_100kb),

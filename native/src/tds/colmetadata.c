@@ -277,17 +277,16 @@ mc_status mc_tds_pick_decoder(mc_tds_column *c, mc_error *err) {
         c->decode = mc_tds_decode_cp1252;
         return MC_OK;
       }
-      uint32_t lcid = mc_load_u32(c->collation) & 0xFFFFFu;
       if (cp == 0) {
+        uint32_t lcid = mc_load_u32(c->collation) & 0xFFFFFu;
         return MC_TDS_CORRUPT(err,
                               "char data with collation LCID 0x%05X, sort id %u: unknown code "
                               "page",
                               (unsigned)lcid, (unsigned)c->collation[4]);
       }
-      return MC_TDS_CORRUPT(err,
-                            "char data in code page %u (collation LCID 0x%05X, sort id %u) is "
-                            "not supported yet",
-                            (unsigned)cp, (unsigned)lcid, (unsigned)c->collation[4]);
+      MC_RETURN_NOT_OK(mc_tds_codepage_open(c, err));
+      c->decode = mc_tds_decode_codepage;
+      return MC_OK;
     }
     default: c->decode = mc_tds_decode_binary; return MC_OK;
   }
@@ -308,7 +307,10 @@ static mc_status read_name(mc_rd *r, mc_tds_column *c) {
 
 static void free_columns(mc_tds_column *cols, int64_t n) {
   if (cols == NULL) return;
-  for (int64_t i = 0; i < n; i++) free(cols[i].name);
+  for (int64_t i = 0; i < n; i++) {
+    free(cols[i].name);
+    mc_tds_codepage_close(&cols[i]);
+  }
   free(cols);
 }
 

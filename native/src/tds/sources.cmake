@@ -11,5 +11,6 @@ list(APPEND MSSQLCDC_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/types_datetime.c
   ${CMAKE_CURRENT_LIST_DIR}/types_guid.c
   ${CMAKE_CURRENT_LIST_DIR}/types_string.c
+  ${CMAKE_CURRENT_LIST_DIR}/types_codepage.c
   ${CMAKE_CURRENT_LIST_DIR}/types_variant.c
 )

@@ -164,6 +164,7 @@ typedef struct mc_tds_column {
   int32_t arrow_precision; /* decimal128 */
   int32_t arrow_scale;     /* decimal128 */
   mc_tds_decode_fn decode; /* chosen by mc_tds_pick_decoder */
+  void *iconv;             /* iconv_t for other code pages (types_codepage.c), or NULL */
   char *name;              /* UTF-8, owned */
   size_t name_len;
 } mc_tds_column;
@@ -232,6 +233,16 @@ mc_status mc_tds_decode_utf8(const mc_tds_column *c, mc_arrow_column *out, const
                              size_t n, mc_error *err);
 mc_status mc_tds_decode_cp1252(const mc_tds_column *c, mc_arrow_column *out, const uint8_t *p,
                                size_t n, mc_error *err);
+
+/* Code pages other than 1252 and UTF-8, through iconv (types_codepage.c). _open sets c->iconv
+ * (MC_EPROTO naming the code page if the C library cannot convert it); _close releases it. */
+mc_status mc_tds_codepage_open(mc_tds_column *c, mc_error *err);
+void mc_tds_codepage_close(mc_tds_column *c);
+mc_status mc_tds_decode_codepage(const mc_tds_column *c, mc_arrow_column *out, const uint8_t *p,
+                                 size_t n, mc_error *err);
+/* One value (sql_variant): dst needs 3 * n bytes. */
+mc_status mc_tds_codepage_to_utf8(uint16_t code_page, const uint8_t *src, size_t n, uint8_t *dst,
+                                  size_t *len, mc_error *err);
 mc_status mc_tds_decode_variant(const mc_tds_column *c, mc_arrow_column *out, const uint8_t *p,
                                 size_t n, mc_error *err);
 

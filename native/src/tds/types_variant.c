@@ -268,9 +268,10 @@ static mc_status render(uint8_t base, const uint8_t *props, size_t np, const uin
         *len = mc_tds_utf8_sanitize(v, vn, (uint8_t *)dst);
       } else if (cp == MC_CP_1252) {
         *len = mc_tds_cp1252_to_utf8(v, vn, (uint8_t *)dst);
+      } else if (cp != 0) {
+        MC_RETURN_NOT_OK(mc_tds_codepage_to_utf8(cp, v, vn, (uint8_t *)dst, len, err));
       } else {
-        return MC_TDS_CORRUPT(err, "sql_variant char data in code page %u is not supported yet",
-                              (unsigned)cp);
+        return MC_TDS_CORRUPT(err, "sql_variant char data with an unknown code page");
       }
       return MC_OK;
     }
