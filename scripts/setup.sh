@@ -15,7 +15,8 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 
 # --- 1. Debian packages ----------------------------------------------------------------------
 debs=(build-essential cmake ninja-build pkg-config libssl-dev libcmocka-dev clang
-      libclang-rt-14-dev clang-format valgrind openjdk-17-jdk-headless maven)
+      libclang-rt-14-dev clang-format valgrind openjdk-17-jdk-headless maven
+      libltdl7 libkrb5-3 libgssapi-krb5-2)
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then
   for p in "${debs[@]}"; do

@@ -1,7 +1,9 @@
 """Command line: ``python -m mssql_cdc.emulator --port PORT ...``.
 
 Prints exactly one line, ``ready HOST:PORT``, on stdout once listening; logs go to stderr.
-SIGTERM and SIGINT stop it cleanly.
+SIGTERM and SIGINT stop it cleanly. ``--adventureworks DIR`` loads the AdventureWorks tables
+(:mod:`mssql_cdc.emulator.adventureworks`) before it listens; a live workload against them runs
+with ``python -m mssql_cdc.emulator.workload`` (:mod:`mssql_cdc.emulator.workload`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from mssql_cdc.emulator.adventureworks import load as load_adventureworks
 from mssql_cdc.emulator.clock import Clock
 from mssql_cdc.emulator.database import DEFAULT_POLLING_INTERVAL, Database
 from mssql_cdc.emulator.server import DEFAULT_PASSWORD, EmulatorServer
@@ -28,6 +31,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m mssql_cdc.emulator",
         description="SQL Server CDC emulator (TDS server). Log in as 'sa'.",
+        epilog=(
+            "Once listening it prints one line 'ready HOST:PORT' on stdout; SIGTERM or SIGINT "
+            "stops it. With --adventureworks DIR (the directory holding tables.json, e.g. "
+            "../shared/data/adventureworks) the six AdventureWorks tables (Sales.Customer, "
+            "Sales.CurrencyRate, Person.EmailAddress, Production.Product, "
+            "Purchasing.PurchaseOrderHeader, Purchasing.PurchaseOrderDetail) are created and "
+            "loaded before 'ready'. Drive them with a live workload: python -m "
+            "mssql_cdc.emulator.workload --server HOST,PORT --tables Sales.Customer --rate 20 "
+            "--seconds 60 (see its --help). Docs: docs/emulator.md."
+        ),
     )
     parser.add_argument("--port", type=int, required=True, help="TCP port; 0 picks a free one")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
@@ -41,7 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
         default="UTC",
         help="server time zone as a Windows name, e.g. 'Pacific Standard Time' (default: UTC)",
     )
-    parser.add_argument("--adventureworks", metavar="DIR", help="load AdventureWorks (not yet)")
+    parser.add_argument(
+        "--adventureworks",
+        metavar="DIR",
+        help="create and load the AdventureWorks tables of DIR/tables.json before listening",
+    )
+    parser.add_argument(
+        "--adventureworks-tables",
+        metavar="LIST",
+        help="with --adventureworks: only these tables, comma-separated (e.g. Sales.Customer)",
+    )
     parser.add_argument("--tls-cert", metavar="FILE", help="PEM certificate (default: generated)")
     parser.add_argument("--tls-key", metavar="FILE", help="PEM private key for --tls-cert")
     parser.add_argument("--write-ca", metavar="FILE", help="write the server certificate here")
@@ -60,6 +82,11 @@ async def _run(args: argparse.Namespace) -> int:
     if args.tls_cert:
         certificate = Certificate(Path(args.tls_cert).read_bytes(), Path(args.tls_key).read_bytes())
     db = Database(clock=Clock(args.time_zone))
+    if args.adventureworks:
+        tables = None
+        if args.adventureworks_tables:
+            tables = [t for t in args.adventureworks_tables.split(",") if t.strip()]
+        load_adventureworks(db, args.adventureworks, tables)
     server = EmulatorServer(db, password=args.password, certificate=certificate)
     if args.write_ca:
         Path(args.write_ca).write_bytes(server.certificate.cert_pem)
@@ -82,8 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if bool(args.tls_cert) != bool(args.tls_key):
         build_parser().error("--tls-cert and --tls-key go together")
-    if args.adventureworks:
-        build_parser().error("--adventureworks is not implemented yet")
+    if args.adventureworks_tables and not args.adventureworks:
+        build_parser().error("--adventureworks-tables needs --adventureworks")
+    if args.adventureworks and not (Path(args.adventureworks) / "tables.json").is_file():
+        build_parser().error(f"--adventureworks: no tables.json in {args.adventureworks}")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     log.addHandler(handler)

@@ -21,6 +21,8 @@ class ColumnDef:
     type: SqlType
     nullable: bool = True
     identity: bool = False
+    #: the engine expression of a computed column (``None`` for a stored column)
+    computed: str | None = None
 
 
 @dataclass

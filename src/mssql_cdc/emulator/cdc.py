@@ -12,15 +12,14 @@ Behaviour follows reference/sqlserver-cdc.md:
   captured column ordinal (ordinal 1 = lowest bit of the last byte); inserts and deletes set
   every bit, updates the columns the UPDATE assigned;
 * at most two capture instances per source table (22962);
-* cleanup: the new low watermark is the first LSN committed after MAX(tran_end_time) minus
-  the retention; rows below every instance's new ``start_lsn`` are deleted.
+* cleanup and retention live in :mod:`cleanup`; the change functions in :mod:`changefuncs`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mssql_cdc import Lsn
@@ -28,7 +27,7 @@ from mssql_cdc.emulator.catalog import ColumnDef, TableDef
 from mssql_cdc.emulator.errors import SqlError, cdc_range
 from mssql_cdc.emulator.log import LoggedTransaction
 from mssql_cdc.emulator.temporal import parse_temporal
-from mssql_cdc.emulator.types import SqlType, scalar
+from mssql_cdc.emulator.types import MAX, SqlType, scalar
 
 if TYPE_CHECKING:
     from mssql_cdc.emulator.database import Database
@@ -71,6 +70,14 @@ _SYSTEM_TABLES: dict[str, list[tuple[str, SqlType]]] = {
         ("column_ordinal", scalar("int")),
         ("is_computed", scalar("bit")),
     ],
+    "ddl_history": [
+        ("source_object_id", scalar("int")),
+        ("object_id", scalar("int")),
+        ("required_column_update", scalar("bit")),
+        ("ddl_command", scalar("nvarchar", length=MAX)),
+        ("ddl_lsn", _LSN),
+        ("ddl_time", scalar("datetime")),
+    ],
     "index_columns": [
         ("object_id", scalar("int")),
         ("column_name", scalar("nvarchar", length=128)),
@@ -105,6 +112,17 @@ class CaptureInstance:
     start_lsn: Lsn
     create_date: dt.datetime
     object_id: int = 0
+    #: the captured columns as they were at enable time (types follow ALTER COLUMN)
+    column_defs: list[ColumnDef] = field(default_factory=list)
+    #: source column ids (1-based) of the captured columns at enable time
+    column_ids: list[int] = field(default_factory=list)
+
+    def captured(self, name: str) -> ColumnDef | None:
+        lowered = name.lower()
+        for col in self.column_defs:
+            if col.name.lower() == lowered:
+                return col
+        return None
 
     @property
     def change_table(self) -> str:
@@ -119,6 +137,7 @@ class CdcState:
         self.enabled = False
         self.instances: dict[str, CaptureInstance] = {}
         self.retention_minutes = DEFAULT_RETENTION_MINUTES
+        self.threshold = 5000
 
     # --- configuration ---
 
@@ -209,7 +228,11 @@ class CdcState:
             index_name=index_name or (f"PK_{source.name}" if source.primary_key else None),
             start_lsn=self.db.log.next_lsn(),
             create_date=self.db.clock.local_naive(),
+            column_defs=[c for c in source.columns if c.name in columns],
+            column_ids=[source.index(c) + 1 for c in columns],
         )
+        if role_name:
+            self.db.security.create_role(role_name)
         self._create_change_table(instance)
         self.instances[name.lower()] = instance
         # the DDL itself is a logged transaction (so the next scan records progress)
@@ -226,9 +249,7 @@ class CdcState:
             ColumnDef("__$operation", scalar("int"), nullable=False),
             ColumnDef("__$update_mask", scalar("varbinary", length=128)),
         ]
-        for name in instance.columns:
-            src = instance.source.column(name)
-            assert src is not None
+        for src in instance.column_defs:
             ctype = src.type
             if ctype.name == "rowversion":
                 ctype = scalar("binary", length=8)
@@ -242,9 +263,9 @@ class CdcState:
         self.db.system.execute(f'CREATE TABLE cdc."{instance.change_table}" ({ddl})')
         table = self.db.catalog.add(TableDef("cdc", instance.change_table, columns))
         instance.object_id = table.object_id
-        self._write_metadata(instance)
+        self.write_metadata(instance)
 
-    def _write_metadata(self, instance: CaptureInstance) -> None:
+    def write_metadata(self, instance: CaptureInstance) -> None:
         cur = self.db.system
         cur.execute('DELETE FROM cdc."change_tables" WHERE object_id = ?', [instance.object_id])
         cur.execute(
@@ -262,17 +283,16 @@ class CdcState:
             ],
         )
         cur.execute('DELETE FROM cdc."captured_columns" WHERE object_id = ?', [instance.object_id])
-        for ordinal, name in enumerate(instance.columns, start=1):
-            col = instance.source.column(name)
-            assert col is not None
+        for ordinal, col in enumerate(instance.column_defs, start=1):
             cur.execute(
-                'INSERT INTO cdc."captured_columns" VALUES (?, ?, ?, ?, ?, false)',
+                'INSERT INTO cdc."captured_columns" VALUES (?, ?, ?, ?, ?, ?)',
                 [
                     instance.object_id,
                     col.name,
-                    instance.source.index(name) + 1,
+                    instance.column_ids[ordinal - 1],
                     col.type.sql().split("(")[0],
                     ordinal,
+                    col.computed is not None,
                 ],
             )
         cur.execute('DELETE FROM cdc."index_columns" WHERE object_id = ?', [instance.object_id])
@@ -295,11 +315,32 @@ class CdcState:
         for instance in targets:
             self.db.system.execute(f'DROP TABLE cdc."{instance.change_table}"')
             self.db.catalog.drop("cdc", instance.change_table)
-            for table in ("change_tables", "captured_columns", "index_columns"):
+            for table in ("change_tables", "captured_columns", "index_columns", "ddl_history"):
                 self.db.system.execute(
                     f'DELETE FROM cdc."{table}" WHERE object_id = ?', [instance.object_id]
                 )
             del self.instances[instance.name.lower()]
+
+    def propagate_types(self, source: TableDef, changed: set[str]) -> bool:
+        """ALTER COLUMN of captured columns: change tables follow the new type (section 5)."""
+        required = False
+        for instance in self.instances_of(source):
+            for i, col in enumerate(instance.column_defs):
+                if col.name not in changed:
+                    continue
+                new = source.column(col.name)
+                assert new is not None
+                instance.column_defs[i] = ColumnDef(col.name, new.type, col.nullable)
+                self.db.system.execute(
+                    f'ALTER TABLE cdc."{instance.change_table}" ALTER COLUMN "{col.name}" '
+                    f"TYPE {new.type.storage()}"
+                )
+                ct = self.db.catalog.get("cdc", instance.change_table)
+                if ct is not None:
+                    ct.columns[ct.index(col.name)] = ColumnDef(col.name, new.type)
+                required = True
+            self.write_metadata(instance)
+        return required
 
     # --- the capture scan ---
 
@@ -362,6 +403,20 @@ class CdcState:
         assert tran.commit_lsn is not None
         commit = bytes(tran.commit_lsn)
         wrote = False
+        for event in tran.ddl:
+            for instance in self._instances_for(event.schema, event.table, tran.commit_lsn):
+                wrote = True
+                self.db.system.execute(
+                    'INSERT INTO cdc."ddl_history" VALUES (?, ?, ?, ?, ?, ?)',
+                    [
+                        instance.source.object_id,
+                        instance.object_id,
+                        event.required_column_update,
+                        event.command,
+                        commit,
+                        datetime_text(tran.end_time or self.db.clock.local_naive()),
+                    ],
+                )
         for change in tran.changes:
             for instance in self._instances_for(change.schema, change.table, tran.commit_lsn):
                 wrote = True
@@ -372,8 +427,6 @@ class CdcState:
         from mssql_cdc.emulator.log import LoggedChange
 
         assert isinstance(change, LoggedChange)
-        source = instance.source
-        positions = [source.index(name) for name in instance.columns]
         width = len(instance.columns)
         all_bits = update_mask(list(range(1, width + 1)), width)
         seqval = bytes(change.seqval)
@@ -393,7 +446,10 @@ class CdcState:
         placeholders = ", ".join("?" for _ in range(width + 6))
         for operation, mask, image in rows:
             values: list[object] = [commit, None, seqval, operation, mask]
-            values += [image[p] for p in positions]
+            values += [
+                None if col.computed is not None else change.value(image, col.name)
+                for col in instance.column_defs
+            ]
             values.append(change.command_id)
             self.db.system.execute(
                 f'INSERT INTO cdc."{instance.change_table}" VALUES ({placeholders})', values
@@ -434,37 +490,10 @@ class CdcState:
         if from_lsn < bytes(instance.start_lsn) or to_lsn > max_lsn or from_lsn > to_lsn:
             raise cdc_range()
 
-    # --- cleanup ---
+    # --- cleanup (see :mod:`cleanup`) ---
 
     def cleanup(self, retention_minutes: int | None = None) -> int:
-        """Move every instance's low watermark by the retention; returns rows deleted."""
-        if not self.enabled:
-            return 0
-        minutes = self.retention_minutes if retention_minutes is None else retention_minutes
-        cur = self.db.system
-        row = cur.execute('SELECT max(tran_end_time) FROM cdc."lsn_time_mapping"').fetchone()
-        if row is None or row[0] is None:
-            return 0
-        newest = parse_temporal(str(row[0])).to_python()
-        threshold = datetime_text(newest - dt.timedelta(minutes=minutes))
-        found = cur.execute(
-            'SELECT min(start_lsn) FROM cdc."lsn_time_mapping" WHERE tran_end_time > ?',
-            [threshold],
-        ).fetchone()
-        if found is None or found[0] is None:
-            return 0
-        watermark = bytes(found[0])
-        deleted = 0
-        for instance in self.instances.values():
-            if bytes(instance.start_lsn) < watermark:
-                instance.start_lsn = Lsn(watermark)
-                self._write_metadata(instance)
-            result = cur.execute(
-                f'DELETE FROM cdc."{instance.change_table}" WHERE "__$start_lsn" < ?',
-                [bytes(instance.start_lsn)],
-            ).fetchone()
-            deleted += int(result[0]) if result else 0
-        low = min((bytes(i.start_lsn) for i in self.instances.values()), default=watermark)
-        cur.execute('DELETE FROM cdc."lsn_time_mapping" WHERE start_lsn < ?', [low])
-        log.info("cleanup: low watermark %s, %d change rows deleted", watermark.hex(), deleted)
-        return deleted
+        """Run the cleanup job now; returns the change rows deleted."""
+        from mssql_cdc.emulator.cleanup import run_cleanup_job
+
+        return run_cleanup_job(self, retention_minutes)

@@ -24,11 +24,14 @@ class Clock:
         self.zone = windows_zone(windows_zone_name)
         self._lock = threading.Lock()
         self._offset = dt.timedelta()
+        self._frozen: dt.datetime | None = None
         if start is not None:
             self.set(start)
 
     def utcnow(self) -> dt.datetime:
         with self._lock:
+            if self._frozen is not None:
+                return self._frozen
             return dt.datetime.now(dt.timezone.utc) + self._offset
 
     def now(self) -> dt.datetime:
@@ -42,10 +45,16 @@ class Clock:
     def advance(self, delta: dt.timedelta) -> None:
         with self._lock:
             self._offset += delta
+            if self._frozen is not None:
+                self._frozen += delta
 
-    def set(self, when: dt.datetime) -> None:
-        """Jump to an aware instant (naive means server local time)."""
+    def set(self, when: dt.datetime, *, freeze: bool = False) -> None:
+        """Jump to an aware instant (naive means server local time; an ambiguous local time
+        is its first occurrence, ``fold=0``). ``freeze`` stops the clock there until the next
+        ``set`` (``advance`` still moves it), so commits can share a time."""
         if when.tzinfo is None:
             when = when.replace(tzinfo=self.zone)
+        when = when.astimezone(dt.timezone.utc)
         with self._lock:
             self._offset = when - dt.datetime.now(dt.timezone.utc)
+            self._frozen = when if freeze else None

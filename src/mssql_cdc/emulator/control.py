@@ -8,9 +8,17 @@ Example::
         emu.scan()                      # one capture scan, like EXEC sys.sp_cdc_scan
         emu.advance_clock(timedelta(hours=1))
 
-Fault injection: ``refuse_logins(seconds)`` and ``delay_responses(seconds)`` work; dropping a
-connection at a chosen point and deadlock victims are not implemented yet
-(:meth:`Emulator.inject_fault` raises ``NotImplementedError``).
+AdventureWorks: ``Emulator(adventureworks=True)`` (the default data directory, see
+:func:`~mssql_cdc.emulator.adventureworks.default_directory`) or ``adventureworks=path`` loads
+the six tables before the server starts; ``emu.load_adventureworks(path, tables=[...])`` loads
+them (or some) later. The workload generator is :mod:`mssql_cdc.emulator.workload`.
+
+Faults (:mod:`faults`): ``drop_connection(at, spid=None, ...)`` (``login``, ``mid_result``,
+``between_requests``), ``kill(spid)`` (drop now), ``deadlock_victim(spid=None)``,
+``refuse_logins(seconds)``, ``delay_responses(seconds)``, ``stop_capture_job()`` /
+``start_capture_job()``; ``inject_fault(kind, **options)`` dispatches to them by name. A fault
+with ``spid=None`` hits the next connection the server accepts; the returned
+:class:`~mssql_cdc.emulator.faults.Fault` has ``wait()`` to block until it fired.
 """
 
 from __future__ import annotations
@@ -20,11 +28,14 @@ import datetime as dt
 import logging
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
+from mssql_cdc.emulator.adventureworks import LoadReport, load
 from mssql_cdc.emulator.clock import Clock
 from mssql_cdc.emulator.database import Database
+from mssql_cdc.emulator.faults import Fault
 from mssql_cdc.emulator.server import DEFAULT_PASSWORD, EmulatorServer
 from mssql_cdc.emulator.tls import Certificate
 
@@ -46,6 +57,7 @@ class Emulator:
         polling_interval: float | None = None,
         certificate: Certificate | None = None,
         database: str = "master",
+        adventureworks: str | Path | bool | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -59,6 +71,12 @@ class Emulator:
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
         self._error: BaseException | None = None
+        #: what the constructor's ``adventureworks`` loaded (``None`` if nothing)
+        self.adventureworks: LoadReport | None = None
+        if adventureworks:
+            self.adventureworks = self.load_adventureworks(
+                None if adventureworks is True else adventureworks
+            )
 
     def __repr__(self) -> str:  # no password
         return f"Emulator(host={self.host!r}, port={self.port})"
@@ -129,6 +147,15 @@ class Emulator:
             f"Encrypt={encrypt};TrustServerCertificate=yes"
         )
 
+    # --- data ---
+
+    def load_adventureworks(
+        self, directory: str | Path | None = None, tables: Iterable[str] | None = None
+    ) -> LoadReport:
+        """Create and bulk-load the AdventureWorks tables (all, or ``tables`` such as
+        ``["Sales.Customer"]``) from ``directory`` (default: the project's shared data)."""
+        return load(self.db, directory, tables)
+
     # --- CDC levers ---
 
     def scan(self) -> int:
@@ -151,9 +178,10 @@ class Emulator:
     def advance_clock(self, delta: dt.timedelta) -> None:
         self.clock.advance(delta)
 
-    def set_clock(self, when: dt.datetime) -> None:
-        """Jump to ``when`` (aware, or naive = server local time)."""
-        self.clock.set(when)
+    def set_clock(self, when: dt.datetime, *, freeze: bool = False) -> None:
+        """Jump to ``when`` (aware, or naive = server local time); ``freeze`` stops it there
+        (``advance_clock`` still moves it)."""
+        self.clock.set(when, freeze=freeze)
 
     # --- faults ---
 
@@ -165,6 +193,72 @@ class Emulator:
         """Hold every response for ``seconds`` (0 turns it off)."""
         self.server.response_delay = seconds
 
-    def inject_fault(self, kind: str, **options: object) -> None:
-        """Placeholder for the remaining faults (drop connection, deadlock victim)."""
-        raise NotImplementedError(f"fault {kind!r} is not implemented yet")
+    def drop_connection(
+        self,
+        at: str,
+        *,
+        spid: int | None = None,
+        after_rows: int | None = None,
+        after_bytes: int | None = None,
+        after_requests: int = 1,
+    ) -> Fault:
+        """Drop a connection at ``at``: ``login``, ``mid_result`` or ``between_requests``."""
+        if at not in ("login", "mid_result", "between_requests"):
+            raise ValueError(f"unknown drop point {at!r}")
+        fault = Fault(
+            at,
+            spid,
+            self.server.faults.next_spid,
+            after_rows=after_rows,
+            after_bytes=after_bytes,
+            after_requests=after_requests,
+        )
+        return self.server.faults.arm(fault)
+
+    def deadlock_victim(self, *, spid: int | None = None) -> Fault:
+        """The session's next statement fails with 1205 and its transaction is rolled back."""
+        return self.server.faults.arm(Fault("deadlock", spid, self.server.faults.next_spid))
+
+    def kill(self, spid: int) -> bool:
+        """Drop the session's connection now; ``False`` if there is no such session."""
+        return self.server.kill(spid)
+
+    def sessions(self) -> list[int]:
+        """The spids of the connected sessions."""
+        return sorted(self.server.sessions)
+
+    def stop_capture_job(self) -> None:
+        """Stop the capture job (like ``sys.sp_cdc_stop_job``); changes wait in the log."""
+        self.db.capture_job.stop()
+
+    def start_capture_job(self) -> None:
+        """Start the capture job again (like ``sys.sp_cdc_start_job``)."""
+        self.db.capture_job.restart()
+
+    def wait_for_scans(self, count: int, timeout: float = 10.0) -> bool:
+        """Block until the capture job (or anyone) has run ``count`` scans in total."""
+        return self.db.capture_job.wait_for_scans(count, timeout)
+
+    @property
+    def scan_count(self) -> int:
+        return self.db.capture_job.scan_count
+
+    def inject_fault(self, kind: str, **options: object) -> Fault | None:
+        """Arm a fault by name: ``drop_connection`` (``at=...``), ``deadlock_victim``,
+        ``refuse_logins`` (``seconds=``), ``delay_responses`` (``seconds=``),
+        ``stop_capture_job``, ``start_capture_job``."""
+        if kind == "drop_connection":
+            return self.drop_connection(**options)  # type: ignore[arg-type]
+        if kind == "deadlock_victim":
+            return self.deadlock_victim(**options)  # type: ignore[arg-type]
+        if kind == "refuse_logins":
+            self.refuse_logins(float(options["seconds"]))  # type: ignore[arg-type]
+        elif kind == "delay_responses":
+            self.delay_responses(float(options["seconds"]))  # type: ignore[arg-type]
+        elif kind == "stop_capture_job":
+            self.stop_capture_job()
+        elif kind == "start_capture_job":
+            self.start_capture_job()
+        else:
+            raise ValueError(f"unknown fault {kind!r}")
+        return None

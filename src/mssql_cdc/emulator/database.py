@@ -1,8 +1,9 @@
 """The one emulated database: engine connection, catalog, log, CDC state and capture job.
 
-Statements of all sessions run one at a time under :attr:`Database.lock`, each on its
-session's own DuckDB connection (so open transactions stay per session); the capture job and
-cleanup use :attr:`Database.system`.
+Statements run one at a time under :attr:`Database.lock`, each on its session's own DuckDB
+connection (so open transactions stay per session); a session that must wait for a table lock
+releases it while it waits (:mod:`locks`). The capture job and cleanup use
+:attr:`Database.system`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ import duckdb
 from mssql_cdc.emulator.catalog import Catalog
 from mssql_cdc.emulator.cdc import CdcState
 from mssql_cdc.emulator.clock import Clock
+from mssql_cdc.emulator.faults import FaultRegistry
+from mssql_cdc.emulator.locks import LockManager
 from mssql_cdc.emulator.log import TransactionLog
+from mssql_cdc.emulator.security import Security
 
 __all__ = ["CaptureJob", "Database"]
 
@@ -35,6 +39,10 @@ class Database:
         self.log = TransactionLog()
         self.cdc = CdcState(self)
         self.lock = threading.RLock()
+        self.locks = LockManager(self.lock)
+        self.security = Security()
+        self.faults = FaultRegistry()
+        self.allow_snapshot_isolation = False
         self.capture_job = CaptureJob(self)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
@@ -43,7 +51,9 @@ class Database:
 
     def scan(self) -> int:
         with self.lock:
-            return self.cdc.scan()
+            count = self.cdc.scan()
+        self.capture_job.scanned()
+        return count
 
     def cleanup(self, retention_minutes: int | None = None) -> int:
         with self.lock:
@@ -56,25 +66,50 @@ class Database:
 
 
 class CaptureJob:
-    """The capture job: a thread that scans every ``interval`` seconds while running."""
+    """The capture job: a thread that scans every ``interval`` seconds while running.
+
+    ``sys.sp_cdc_stop_job`` / ``sys.sp_cdc_start_job`` (and the control API) stop and start it
+    without forgetting the interval; stopping loses no data, the log keeps the transactions
+    until the next scan (reference/sqlserver-cdc.md section 4).
+    """
 
     def __init__(self, db: Database) -> None:
         self.db = db
         self.interval: float | None = None
+        #: set by ``sp_cdc_change_job``; applied when the job (re)starts
+        self.pending_interval: float | None = None
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self._scans = threading.Condition()
+        self.scan_count = 0
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
 
     def configure(self, interval: float | None) -> None:
         """Start (or retime) the job; ``None`` stops it."""
         self.stop()
         self.interval = interval
-        if interval is None:
+        self.start()
+
+    def start(self) -> None:
+        if self.interval is None or self._thread is not None:
             return
         self._stopping = False
         self._wake.clear()
         self._thread = threading.Thread(target=self._run, name="cdc-capture-job", daemon=True)
         self._thread.start()
+
+    def restart(self) -> None:
+        """Start the job with the settings ``sp_cdc_change_job`` left (default 5 s)."""
+        self.stop()
+        if self.pending_interval is not None:
+            self.interval, self.pending_interval = self.pending_interval, None
+        if self.interval is None:
+            self.interval = DEFAULT_POLLING_INTERVAL
+        self.start()
 
     def _run(self) -> None:
         while not self._stopping:
@@ -90,5 +125,16 @@ class CaptureJob:
         self._stopping = True
         self._wake.set()
         if self._thread is not None:
-            self._thread.join()
+            if self._thread is not threading.current_thread():
+                self._thread.join()
             self._thread = None
+
+    def scanned(self) -> None:
+        with self._scans:
+            self.scan_count += 1
+            self._scans.notify_all()
+
+    def wait_for_scans(self, count: int, timeout: float = 10.0) -> bool:
+        """Block until ``scan_count`` reaches ``count`` (or ``timeout`` seconds passed)."""
+        with self._scans:
+            return self._scans.wait_for(lambda: self.scan_count >= count, timeout)

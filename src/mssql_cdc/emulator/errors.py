@@ -60,3 +60,15 @@ def missing_parameter(proc: str, name: str) -> SqlError:
 
 def conversion(text: str) -> SqlError:
     return SqlError(245, text)
+
+
+def computed_column(name: str) -> SqlError:
+    return SqlError(
+        271,
+        f'The column "{name}" cannot be modified because it is either a computed column or is '
+        "the result of a UNION operator.",
+    )
+
+
+def no_permission() -> SqlError:
+    return SqlError(15247, "User does not have permission to perform this action.")

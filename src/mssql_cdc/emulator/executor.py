@@ -20,20 +20,28 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
-from mssql_cdc.emulator import tokens
+from mssql_cdc.emulator import ddl, guard, tokens
 from mssql_cdc.emulator.catalog import ColumnDef, TableDef
 from mssql_cdc.emulator.errors import (
     SqlError,
+    computed_column,
     invalid_column,
     invalid_object,
     missing_parameter,
     syntax_near,
     unsupported,
 )
-from mssql_cdc.emulator.log import LoggedChange, LoggedTransaction
+from mssql_cdc.emulator.locks import deadlock_victim
+from mssql_cdc.emulator.log import DdlEvent, LoggedChange, LoggedTransaction
 from mssql_cdc.emulator.rewrite import Context, Rewriter, constant, typed_literal
 from mssql_cdc.emulator.tokens import Column
-from mssql_cdc.emulator.types import SqlType, as_int, from_datatype, infer_from_engine
+from mssql_cdc.emulator.types import (
+    SqlType,
+    as_int,
+    from_datatype,
+    infer_from_engine,
+    normalize_type_names,
+)
 
 if TYPE_CHECKING:
     from mssql_cdc.emulator.database import Database
@@ -79,6 +87,7 @@ class BatchOutcome:
 def _parse(sql: str) -> list[exp.Expression]:
     text = _ISOLATION.sub(lambda m: f"SET __isolation_level = '{m.group(1).upper()}'", sql)
     text = _REAL.sub("float(24)", text)
+    text = normalize_type_names(text)  # tds-types work: ntext survives sqlglot's parser
     try:
         statements = sqlglot.parse(text, read="tsql")
     except sqlglot.errors.ParseError as exc:
@@ -91,7 +100,8 @@ def _parse(sql: str) -> list[exp.Expression]:
 
 def _datatype(text: str) -> SqlType:
     try:
-        node = sqlglot.parse_one(f"CAST(NULL AS {_REAL.sub('float(24)', text)})", read="tsql")
+        spelled = normalize_type_names(_REAL.sub("float(24)", text))  # tds-types work
+        node = sqlglot.parse_one(f"CAST(NULL AS {spelled})", read="tsql")
     except sqlglot.errors.ParseError:
         raise syntax_near(text) from None
     assert isinstance(node, exp.Cast)
@@ -184,9 +194,11 @@ def _engine_error(exc: duckdb.Error, statement: exp.Expression) -> SqlError:  # 
 class Executor:
     """The engine side of one session."""
 
-    def __init__(self, db: Database, spid: int) -> None:
+    def __init__(self, db: Database, spid: int, *, login: str = "sa") -> None:
         self.db = db
         self.spid = spid
+        self.login = login
+        self.user = db.security.user_of(login)
         self.cursor = db.cursor()
         self.variables: dict[str, tuple[SqlType, object]] = {}
         self.nocount = False
@@ -209,10 +221,19 @@ class Executor:
                 for statement in _parse(sql):
                     results.append(self._statement(statement))
             except SqlError as err:
-                return BatchOutcome(results, err)
+                return BatchOutcome(results + self._after_error(err), err)
             finally:
                 self.variables = {}
         return BatchOutcome(results)
+
+    def _after_error(self, err: SqlError) -> list[StatementResult]:
+        """A deadlock victim's transaction is rolled back (ENVCHANGE before the error)."""
+        if err.number != 1205:
+            return []
+        if self.tran is None:
+            self.db.locks.release_all(self.spid)
+            return []
+        return [self._rollback()]
 
     def run_nested(self, sql: str, params: dict[str, tuple[SqlType, object]]) -> BatchOutcome:
         """Run a batch inside the current one (``EXEC sp_executesql`` in a batch)."""
@@ -236,9 +257,10 @@ class Executor:
 
         with self.db.lock:
             try:
+                self._check_fault()
                 return BatchOutcome([call(self, name.lower(), named, positional)])
             except SqlError as err:
-                return BatchOutcome([], err)
+                return BatchOutcome(self._after_error(err), err)
             except duckdb.Error as exc:
                 return BatchOutcome([], _engine_error(exc, exp.Command(this=name)))
 
@@ -246,15 +268,25 @@ class Executor:
         with self.db.lock:
             if self.tran is not None:
                 self._rollback()
+            self.db.locks.release_all(self.spid)
             self.cursor.close()
 
     # --- dispatch ---
 
+    def _check_fault(self) -> None:
+        if self.db.faults.take("deadlock", self.spid) is not None:
+            raise deadlock_victim(self.spid)
+
     def _statement(self, statement: exp.Expression) -> StatementResult:
+        self._check_fault()
         try:
+            guard.before(self, statement)
             return self._dispatch(statement)
         except duckdb.Error as exc:
             raise _engine_error(exc, statement) from None
+        finally:
+            if self.tran is None:
+                self.db.locks.release_all(self.spid)
 
     def _dispatch(self, st: exp.Expression) -> StatementResult:  # noqa: PLR0911, PLR0912 (a dispatch over kinds)
         if isinstance(st, (exp.Select, exp.Union)):
@@ -281,13 +313,19 @@ class Executor:
             return self._declare(st)
         if isinstance(st, exp.Execute):
             return self._execute(st)
+        if isinstance(st, exp.Alter):
+            return ddl.alter_table(self, st)
+        if isinstance(st, (exp.Command, exp.Grant)):
+            return guard.command(self, st)
         if isinstance(st, exp.Use):
             return StatementResult("other")
         first = st.sql(dialect="tsql").split(" ")[0] if st else "?"
         raise unsupported(first.upper())
 
     def _rewriter(self) -> Rewriter:
-        ctx = Context(self.db, self.variables, spid=self.spid, trancount=self.trancount)
+        ctx = Context(
+            self.db, self.variables, spid=self.spid, trancount=self.trancount, user=self.user
+        )
         return Rewriter(ctx)
 
     # --- tables and scope ---
@@ -431,6 +469,7 @@ class Executor:
         tran = self.tran or self.db.log.begin(self.db.clock.local_naive())
         tran.touched.add((table.schema, table.name))
         if self._captured(table):
+            names = tuple(c.name for c in table.columns)
             for operation, before, after, updated in changes:
                 tran.changes.append(
                     LoggedChange(
@@ -442,6 +481,7 @@ class Executor:
                         before,
                         after,
                         updated,
+                        names,
                     )
                 )
         if implicit:
@@ -461,11 +501,14 @@ class Executor:
         table = self._table(target)
         st = self._rewriter().rewrite(st)  # type: ignore[assignment]
         self._qualify(st)
-        insertable = [c for c in table.columns if not c.identity]
+        insertable = [c for c in table.columns if not c.identity and c.computed is None]
         cols = [table.column(n) for n in names] if names else insertable
         for i, name in enumerate(names or []):
-            if cols[i] is None:
+            col = cols[i]
+            if col is None:
                 raise invalid_column(name)
+            if col.computed is not None:
+                raise computed_column(col.name)
         values = st.expression
         if isinstance(values, exp.Values):
             for tup in values.expressions:
@@ -504,6 +547,8 @@ class Executor:
             col = table.column(eq.this.name)
             if col is None:
                 raise invalid_column(eq.this.name)
+            if col.computed is not None:
+                raise computed_column(col.name)
             value = self._canonical(eq.expression, col)
             eq.set("expression", value)
             new_sets.append(eq)
@@ -562,101 +607,21 @@ class Executor:
 
     # --- DDL ---
 
-    def _create(self, st: exp.Create) -> StatementResult:  # noqa: PLR0912, PLR0915 (a dispatch over kinds)
-        kind = str(st.args.get("kind") or "").upper()
-        if kind == "SCHEMA":
-            self.db.system.execute(f'CREATE SCHEMA IF NOT EXISTS "{st.this.name}"')
-            return StatementResult("other")
-        if kind != "TABLE" or not isinstance(st.this, exp.Schema):
-            raise unsupported(f"CREATE {kind}")
-        target = st.this.this
-        assert isinstance(target, exp.Table)
-        schema = target.db or "dbo"
-        if self.db.catalog.get(schema, target.name) is not None:
-            raise SqlError(
-                2714, f"There is already an object named '{target.name}' in the database."
-            )
-        columns: list[ColumnDef] = []
-        primary: list[str] = []
-        identity: tuple[int, int] | None = None
-        for item in st.this.expressions:
-            if isinstance(item, exp.ColumnDef):
-                kind_node = item.args.get("kind")
-                if not isinstance(kind_node, exp.DataType):
-                    raise unsupported("computed columns")
-                try:
-                    t = from_datatype(kind_node)
-                except ValueError as exc:
-                    raise unsupported(str(exc)) from None
-                nullable, is_identity = True, False
-                for constraint in item.constraints:
-                    ck = constraint.kind
-                    if isinstance(ck, exp.NotNullColumnConstraint):
-                        nullable = bool(ck.args.get("allow_null"))
-                    elif isinstance(ck, exp.PrimaryKeyColumnConstraint):
-                        primary.append(item.name)
-                        nullable = False
-                    elif isinstance(ck, exp.GeneratedAsIdentityColumnConstraint):
-                        is_identity = True
-                        start = constant(ck.args["start"])[1] if ck.args.get("start") else 1
-                        step = constant(ck.args["increment"])[1] if ck.args.get("increment") else 1
-                        identity = (int(start or 1), int(step or 1))  # type: ignore[call-overload]
-                        nullable = False
-                columns.append(ColumnDef(item.name, t, nullable, is_identity))
-            else:
-                pk = item.find(exp.PrimaryKey)
-                if pk is None:
-                    raise unsupported("table constraint " + item.sql(dialect="tsql")[:40])
-                for key in pk.expressions:
-                    primary.append(key.this.name if isinstance(key, exp.Ordered) else key.name)
-        resolved_pk = []
-        for key in primary:
-            matches = [c.name for c in columns if c.name.lower() == key.lower()]
-            if not matches:
-                raise invalid_column(key)
-            resolved_pk.append(matches[0])
-        columns = [
-            ColumnDef(c.name, c.type, False, c.identity) if c.name in resolved_pk else c
-            for c in columns
-        ]
-        ddl = []
-        qualified = f'"{schema}"."{target.name}"'
-        self.db.system.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-        if identity is not None:
-            seq = f'"{schema}"."{target.name}__identity"'
-            self.cursor.execute(
-                f"CREATE SEQUENCE {seq} START {identity[0]} INCREMENT {identity[1]}"
-            )
-        for col in columns:
-            part = f'"{col.name}" {col.type.storage()}'
-            if not col.nullable:
-                part += " NOT NULL"
-            if col.identity:
-                part += f" DEFAULT nextval('{schema}.{target.name}__identity')"
-            ddl.append(part)
-        if resolved_pk:
-            ddl.append("PRIMARY KEY (" + ", ".join(f'"{k}"' for k in resolved_pk) + ")")
-        self.cursor.execute(f"CREATE TABLE {qualified} ({', '.join(ddl)})")
-        self.db.catalog.add(TableDef(schema, target.name, columns, resolved_pk))
-        return StatementResult("other")
+    def _create(self, st: exp.Create) -> StatementResult:
+        return ddl.create_table(self, st)
 
     def _drop(self, st: exp.Drop) -> StatementResult:
-        if str(st.args.get("kind") or "").upper() != "TABLE" or not isinstance(st.this, exp.Table):
-            raise unsupported("DROP " + str(st.args.get("kind")))
-        target = st.this
-        table = self.db.catalog.get(target.db or "dbo", target.name)
-        if table is None:
-            if st.args.get("exists"):
-                return StatementResult("other")
-            raise SqlError(
-                3701,
-                f"Cannot drop the table '{target.name}', because it does not exist or you do "
-                "not have permission.",
-            )
-        self.db.cdc.disable_table(table, None)
-        self.cursor.execute(f'DROP TABLE "{table.schema}"."{table.name}"')
-        self.db.catalog.drop(table.schema, table.name)
-        return StatementResult("other")
+        return ddl.drop_table(self, st)
+
+    def log_ddl(self, table: TableDef, event: DdlEvent) -> None:
+        """Log an ALTER TABLE of a captured table (``cdc.ddl_history`` after the next scan)."""
+        event.schema, event.table = table.schema, table.name
+        implicit = self.tran is None
+        tran = self.tran or self.db.log.begin(self.db.clock.local_naive())
+        tran.touched.add((table.schema, table.name))
+        tran.ddl.append(event)
+        if implicit:
+            self.db.log.commit(tran, self.db.clock.local_naive())
 
     # --- transactions ---
 
@@ -682,6 +647,7 @@ class Executor:
             return StatementResult("other")
         self.cursor.execute("COMMIT")
         tran, self.tran, self.trancount = self.tran, None, 0
+        self.db.locks.release_all(self.spid)
         if tran.touched:
             self.db.log.commit(tran, self.db.clock.local_naive())
         env = tokens.env_bytes(tokens.ENV_COMMIT_TRAN, b"", self.descriptor)
@@ -695,6 +661,7 @@ class Executor:
             )
         self.cursor.execute("ROLLBACK")
         self.tran, self.trancount = None, 0
+        self.db.locks.release_all(self.spid)
         env = tokens.env_bytes(tokens.ENV_ROLLBACK_TRAN, b"", self.descriptor)
         self.descriptor = bytes(8)
         return StatementResult("other", env=[env])

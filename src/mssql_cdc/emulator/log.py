@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from mssql_cdc import Lsn
 
-__all__ = ["LoggedChange", "LoggedTransaction", "TransactionLog"]
+__all__ = ["DdlEvent", "LoggedChange", "LoggedTransaction", "TransactionLog"]
 
 FIRST_VLF = 0x2A
 FIRST_BLOCK = 0x10
@@ -32,6 +32,26 @@ class LoggedChange:
     before: tuple[object, ...] | None
     after: tuple[object, ...] | None
     updated_columns: frozenset[str] = frozenset()
+    #: the table's column names when the change was made (images follow this order)
+    columns: tuple[str, ...] = ()
+
+    def value(self, image: tuple[object, ...], column: str) -> object:
+        """The value of ``column`` in ``image``, ``None`` if the table no longer had it."""
+        lowered = column.lower()
+        for name, value in zip(self.columns, image, strict=False):
+            if name.lower() == lowered:
+                return value
+        return None
+
+
+@dataclass
+class DdlEvent:
+    """An ALTER TABLE on a table with capture instances (becomes ``cdc.ddl_history`` rows)."""
+
+    command: str
+    required_column_update: bool
+    schema: str = ""
+    table: str = ""
 
 
 @dataclass
@@ -41,6 +61,7 @@ class LoggedTransaction:
     begin_time: dt.datetime
     changes: list[LoggedChange] = field(default_factory=list)
     touched: set[tuple[str, str]] = field(default_factory=set)
+    ddl: list[DdlEvent] = field(default_factory=list)
     commit_lsn: Lsn | None = None
     end_time: dt.datetime | None = None
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mssql_cdc.emulator.errors import SqlError
+from mssql_cdc.emulator.cdcprocs import OWNER_ONLY as _OWNER_ONLY
+from mssql_cdc.emulator.cdcprocs import extra as _extra
+from mssql_cdc.emulator.errors import SqlError, no_permission
 from mssql_cdc.emulator.types import MAX, scalar
 
 if TYPE_CHECKING:
@@ -45,6 +47,11 @@ def call(  # noqa: PLR0911, PLR0912, PLR0915 (a dispatch over procedures)
 
     short = name.rsplit(".", maxsplit=1)[-1]
     cdc = ex.db.cdc
+    if short in _OWNER_ONLY and not ex.db.security.is_owner(ex.user):
+        raise no_permission()
+    extra = _extra(ex, short, args, positional)
+    if extra is not None:
+        return extra
     if short == "sp_cdc_enable_db":
         cdc.enable_db()
         return StatementResult("exec")
@@ -72,17 +79,6 @@ def call(  # noqa: PLR0911, PLR0912, PLR0915 (a dispatch over procedures)
     if short == "sp_cdc_scan":
         cdc.scan()
         return StatementResult("exec")
-    if short == "sp_cdc_cleanup_change_table":
-        cdc.cleanup()
-        return StatementResult("exec")
-    if short == "sp_cdc_change_job":
-        retention = args.get("retention")
-        if retention is not None:
-            cdc.retention_minutes = int(retention)  # type: ignore[call-overload]
-        interval = args.get("pollinginterval")
-        if interval is not None:
-            ex.db.capture_job.interval = float(interval)  # type: ignore[arg-type]
-        return StatementResult("exec")
     if short == "sp_cdc_get_captured_columns":
         ci = _text(ex.require(short, args, "capture_instance")) or ""
         instance = cdc.instance(ci)
@@ -107,9 +103,7 @@ def call(  # noqa: PLR0911, PLR0912, PLR0915 (a dispatch over procedures)
             ("datetime_precision", scalar("smallint")),
         ]
         rows = []
-        for ordinal, column_name in enumerate(instance.columns, start=1):
-            col = instance.source.column(column_name)
-            assert col is not None
+        for ordinal, col in enumerate(instance.column_defs, start=1):
             t = col.type
             char_len = None
             if t.is_string or t.is_binary:
@@ -130,7 +124,7 @@ def call(  # noqa: PLR0911, PLR0912, PLR0915 (a dispatch over procedures)
                     instance.source.name,
                     instance.name,
                     col.name,
-                    instance.source.index(col.name) + 1,
+                    instance.column_ids[ordinal - 1],
                     ordinal,
                     t.name,
                     char_len,

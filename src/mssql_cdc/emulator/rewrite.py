@@ -20,16 +20,25 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from mssql_cdc import Lsn
-from mssql_cdc.emulator.catalog import TableDef
-from mssql_cdc.emulator.errors import SqlError, cdc_range, unsupported
+from mssql_cdc.emulator.changefuncs import change_function, map_time_to_lsn
+from mssql_cdc.emulator.collations import lookup as lookup_collation
+from mssql_cdc.emulator.errors import SqlError, unsupported
 from mssql_cdc.emulator.temporal import Temporal, parse_temporal
-from mssql_cdc.emulator.types import MAX, SqlType, as_bytes, as_float, from_datatype, scalar
+from mssql_cdc.emulator.types import (
+    MAX,
+    SqlType,
+    as_float,
+    from_datatype,
+    pack_variant,
+    scalar,
+)
 
 if TYPE_CHECKING:
     from mssql_cdc.emulator.database import Database
@@ -153,8 +162,10 @@ class Context:
         *,
         spid: int,
         trancount: int,
+        user: str = "dbo",
     ) -> None:
         self.db = db
+        self.user = user
         self.variables = variables
         self.spid = spid
         self.trancount = trancount
@@ -204,6 +215,7 @@ class Rewriter:
             "FN_CDC_INCREMENT_LSN": lambda a: self._step_lsn(a, +1),
             "FN_CDC_DECREMENT_LSN": lambda a: self._step_lsn(a, -1),
             "FN_CDC_MAP_LSN_TO_TIME": self._map_lsn_to_time,
+            "FN_CDC_MAP_TIME_TO_LSN": self._map_time_to_lsn,
             "FN_CDC_GET_COLUMN_ORDINAL": self._column_ordinal,
         }
 
@@ -221,7 +233,7 @@ class Rewriter:
 
     # --- per node ---
 
-    def _node(self, node: exp.Expression) -> exp.Expression:  # noqa: PLR0911 (a dispatch over kinds)
+    def _node(self, node: exp.Expression) -> exp.Expression:  # noqa: PLR0911, PLR0912 (a dispatch over kinds)
         if isinstance(node, exp.Parameter):
             return self._parameter(node)
         if isinstance(node, exp.National):
@@ -246,7 +258,9 @@ class Rewriter:
             if handler is not None:
                 return handler(list(node.expressions))
             upper = str(node.this).upper()
-            if upper.startswith("FN_CDC_") and not upper.startswith("FN_CDC_GET_ALL_CHANGES_"):
+            if upper.startswith("FN_CDC_") and not upper.startswith(
+                ("FN_CDC_GET_ALL_CHANGES_", "FN_CDC_GET_NET_CHANGES_")
+            ):
                 raise unsupported(str(node.this))
             return node
         if isinstance(node, exp.Dot) and node.expression.meta.get("constant"):
@@ -254,6 +268,8 @@ class Rewriter:
             return inner
         if isinstance(node, (exp.Cast, exp.TryCast, exp.Convert)):
             return self._cast(node)
+        if isinstance(node, exp.Collate):  # tds-types work: COLLATE labels a string's type
+            return self._collate(node)
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous):
             return self._table_function(node)
         return node
@@ -303,7 +319,15 @@ class Rewriter:
 
     def _min_lsn(self, args: list[exp.Expression]) -> exp.Expression:
         (name,) = self._args(args, "fn_cdc_get_min_lsn") or [None]
-        lsn = self.ctx.db.cdc.min_lsn(str(name)) if isinstance(name, str) else bytes(10)
+        lsn = bytes(10)
+        instance = self.ctx.db.cdc.instance(name) if isinstance(name, str) else None
+        if instance is not None and self.ctx.db.security.can_read_changes(
+            self.ctx.user,
+            (instance.source.schema, instance.source.name),
+            instance.change_table,
+            instance.role_name,
+        ):
+            lsn = bytes(instance.start_lsn)
         return typed_literal(scalar("binary", length=10), lsn)
 
     def _max_lsn(self, args: list[exp.Expression]) -> exp.Expression:
@@ -322,12 +346,17 @@ class Rewriter:
         text = self.ctx.db.cdc.map_lsn_to_time(_lsn_arg(value))
         return typed_literal(scalar("datetime"), text)
 
+    def _map_time_to_lsn(self, args: list[exp.Expression]) -> exp.Expression:
+        operator, when = self._args(args, "fn_cdc_map_time_to_lsn")
+        lsn = map_time_to_lsn(self.ctx.db, operator, when)
+        return typed_literal(scalar("binary", length=10), lsn)
+
     def _column_ordinal(self, args: list[exp.Expression]) -> exp.Expression:
         ci, column = self._args(args, "fn_cdc_get_column_ordinal")
         instance = self.ctx.db.cdc.instance(str(ci))
         ordinal: int | None = None
         if instance is not None:
-            for n, name in enumerate(instance.columns, start=1):
+            for n, name in enumerate(instance.columns, start=1):  # names never change
                 if name.lower() == str(column).lower():
                     ordinal = n
         return typed_literal(scalar("int"), ordinal)
@@ -343,6 +372,11 @@ class Rewriter:
             t = from_datatype(to, in_cast=True)
         except ValueError as exc:
             raise unsupported(str(exc)) from None
+        inner_type_: SqlType | None = inner.meta.get("sqltype")
+        if t.name == "sql_variant":  # tds-types work
+            return self._variant(inner, t)
+        if t.is_string and inner_type_ is not None and inner_type_.collation:  # tds-types work
+            t = replace(t, collation=inner_type_.collation)
         style_node = node.args.get("style")
         style = constant(style_node)[1] if isinstance(style_node, exp.Expression) else None
         ok, value = constant(inner)
@@ -418,51 +452,49 @@ class Rewriter:
             cast = exp.Cast(this=inner, to=exp.DataType.build(storage, dialect="duckdb"))
         return _untag(cast, t)
 
+    def _collate(self, node: exp.Collate) -> exp.Expression:
+        """``expr COLLATE name``: the engine sees ``expr``; its SQL Server type takes the
+        collation (tds-types work; error 448 for a name the emulator does not know)."""
+        inner = node.this
+        assert isinstance(inner, exp.Expression)
+        name = node.expression.name if isinstance(node.expression, exp.Expression) else ""
+        try:
+            lookup_collation(name)
+        except ValueError:
+            raise SqlError(448, f"Invalid collation '{name}'.", klass=16) from None
+        t = inner.meta.get("sqltype")
+        if isinstance(t, SqlType) and t.is_string:
+            inner.meta["sqltype"] = replace(t, collation=name)
+        return inner
+
+    def _variant(self, inner: exp.Expression, t: SqlType) -> exp.Expression:
+        """``CAST(constant AS sql_variant)``: the engine holds the base type and value as text
+        (:func:`types.pack_variant`). Added by the tds-types work."""
+        ok, value = constant(inner)
+        if not ok and inner.find(exp.Column) is None:
+            # a constant expression the engine folds (CAST(CAST(1 AS int) AS sql_variant))
+            with self.ctx.db.engine.cursor() as cursor:
+                row = cursor.execute("SELECT " + inner.sql(dialect="duckdb")).fetchone()
+            ok, value = True, row[0] if row else None
+        if not ok:
+            raise unsupported("CAST of a non-constant expression to sql_variant")
+        if value is None:
+            return typed_literal(t, None)
+        base = inner.meta.get("sqltype")
+        if not isinstance(base, SqlType):
+            base = scalar("nvarchar", length=4000) if isinstance(value, str) else scalar("int")
+        return typed_literal(t, pack_variant(base, value))
+
     # --- table-valued functions ---
 
     def _table_function(self, node: exp.Table) -> exp.Expression:
         func = node.this
         assert isinstance(func, exp.Anonymous)
         name = str(func.this)
-        lowered = name.lower()
-        prefix = "fn_cdc_get_all_changes_"
-        if not lowered.startswith(prefix):
-            raise unsupported(f"table-valued function {name}")
-        instance = self.ctx.db.cdc.instance(name[len(prefix) :])
-        if instance is None:
-            raise SqlError(208, f"Invalid object name 'cdc.{name}'.")
         args = self._args(list(func.expressions), name)
-        if len(args) != 3:
-            raise cdc_range()
-        from_lsn, to_lsn, row_filter = args
-        if not isinstance(row_filter, str) or row_filter.strip().lower() not in (
-            "all",
-            "all update old",
-        ):
-            raise cdc_range()
-        self.ctx.db.cdc.check_range(instance, _lsn_arg(from_lsn), _lsn_arg(to_lsn))
-        ct = self.ctx.db.catalog.get("cdc", instance.change_table)
-        assert ct is not None
-        columns = [c for c in ct.columns if c.name != "__$end_lsn"]
-        select = exp.select(*[exp.column(c.name, quoted=True) for c in columns]).from_(
-            exp.table_(instance.change_table, db="cdc", quoted=True)
-        )
-        where: exp.Expression | exp.Condition = exp.Between(
-            this=exp.column("__$start_lsn", quoted=True),
-            low=exp.HexString(this=as_bytes(from_lsn).hex()),
-            high=exp.HexString(this=as_bytes(to_lsn).hex()),
-        )
-        if row_filter.strip().lower() == "all":
-            where = exp.and_(
-                where,
-                exp.NEQ(
-                    this=exp.column("__$operation", quoted=True), expression=exp.Literal.number(3)
-                ),
-            )
-        select = select.where(where)
-        alias = node.alias or name
-        sub = exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias)))
-        sub.meta["tabledef"] = TableDef("cdc", alias, list(columns))
+        sub = change_function(self.ctx.db, self.ctx.user, name, args, node.alias or None)
+        if sub is None:
+            raise unsupported(f"table-valued function {name}")
         return sub
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import time
 
 from mssql_cdc.emulator.database import Database
+from mssql_cdc.emulator.faults import FaultRegistry
 from mssql_cdc.emulator.session import Session
 from mssql_cdc.emulator.tls import Certificate, generate_certificate, server_contexts
 
@@ -33,8 +33,12 @@ class EmulatorServer:
         self.legacy_context, self.strict_context = server_contexts(self.certificate)
         self.force_encryption = force_encryption
         self._server: asyncio.Server | None = None
-        self._spids = itertools.count(51)
+        self._next_spid = 51
         self._tasks: set[asyncio.Task[None]] = set()
+        self.sessions: dict[int, Session] = {}
+        self.faults: FaultRegistry = db.faults
+        self.faults.next_spid = self._next_spid
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.refuse_logins_until = 0.0
         self.response_delay = 0.0
 
@@ -42,21 +46,41 @@ class EmulatorServer:
         return f"EmulatorServer(db={self.db.name!r})"
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
+        self._loop = asyncio.get_running_loop()
         self._server = await asyncio.start_server(self._accept, host, port)
         sockname = self._server.sockets[0].getsockname()
         log.info("listening on %s:%d", sockname[0], sockname[1])
         return str(sockname[0]), int(sockname[1])
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        session = Session(self, reader, writer, next(self._spids))
+        spid = self._next_spid
+        self._next_spid += 1
+        self.faults.next_spid = self._next_spid
+        session = Session(self, reader, writer, spid)
+        self.sessions[spid] = session
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
         try:
             await session.run()
         finally:
+            self.sessions.pop(spid, None)
             if task is not None:
                 self._tasks.discard(task)
+
+    def kill(self, spid: int) -> bool:
+        """Drop a session's connection now (thread-safe); ``False`` if no such session."""
+        session = self.sessions.get(spid)
+        if session is None or self._loop is None:
+            return False
+        self._loop.call_soon_threadsafe(session.abort)
+        return True
+
+    def authenticate(self, login: str, password: str) -> bool:
+        """``sa`` with the server password, or a login made by CREATE LOGIN."""
+        if login.lower() == "sa":
+            return password == self.password
+        return self.db.security.authenticate(login, password)
 
     def login_refused(self) -> bool:
         return time.monotonic() < self.refuse_logins_until

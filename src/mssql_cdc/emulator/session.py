@@ -9,16 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mssql_cdc.emulator import login7, prelogin, tokens
 from mssql_cdc.emulator.errors import SqlError
-from mssql_cdc.emulator.executor import BatchOutcome, Executor, coerce, parse_param_declarations
-from mssql_cdc.emulator.packets import Channel, PacketReader, PacketType, frame
+from mssql_cdc.emulator.executor import (
+    BatchOutcome,
+    Executor,
+    StatementResult,
+    coerce,
+    parse_param_declarations,
+)
+from mssql_cdc.emulator.packets import HEADER, Channel, PacketReader, PacketType, frame
 from mssql_cdc.emulator.render import render
 from mssql_cdc.emulator.rpc import RpcCall, parse_batch, parse_rpc, parse_tm
 from mssql_cdc.emulator.tls import RawChannel, TlsChannel
-from mssql_cdc.emulator.types import COLLATION_CP1252, SqlType
+from mssql_cdc.emulator.types import CLIENT_UTF8, COLLATION_CP1252, SqlType
 from mssql_cdc.emulator.wire import ProtocolError
 
 if TYPE_CHECKING:
@@ -49,6 +56,45 @@ class _Prefixed:
         await self.raw.write(data)
 
 
+class _DroppedError(Exception):
+    """An injected fault closes the connection (see :mod:`faults`).
+
+    ``graceful`` closes after what was written has been sent; otherwise the connection is
+    aborted at once (what was still buffered is lost, as in a network failure).
+    """
+
+    def __init__(self, reason: str, *, graceful: bool = False) -> None:
+        super().__init__(reason)
+        self.graceful = graceful
+
+
+def _cut_offset(outcome: BatchOutcome, payload: bytes, rows: int, spid: int, size: int) -> int:
+    """Framed-byte offset just after the ``rows``-th row of ``outcome``'s reply."""
+    remaining = rows
+    kept: list[StatementResult] = []
+    for result in outcome.results:
+        if result.columns is not None and remaining < len(result.rows):
+            kept.append(replace(result, rows=result.rows[:remaining]))
+            break
+        kept.append(result)
+        if result.columns is not None:
+            remaining -= len(result.rows)
+    shorter = render(BatchOutcome(kept))
+    same = 0
+    limit = min(len(shorter), len(payload))
+    step = 4096
+    while same < limit:
+        end = min(same + step, limit)
+        if shorter[same:end] == payload[same:end]:
+            same = end
+            continue
+        while shorter[same] == payload[same]:
+            same += 1
+        break
+    room = max(size - HEADER.size, 1)
+    return same + HEADER.size * (same // room + 1)
+
+
 class Session:
     def __init__(
         self,
@@ -63,12 +109,22 @@ class Session:
         self.spid = spid
         self.packet_size = PRE_LOGIN_PACKET_SIZE
         self.executor: Executor | None = None
+        self.login_name = ""
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
 
     async def run(self) -> None:
         try:
             await self._run()
+        except _DroppedError as exc:
+            log.info(
+                "connection %s (spid %d) dropped by an injected fault: %s",
+                self.peer,
+                self.spid,
+                exc,
+            )
+            if not exc.graceful:
+                self.abort()
         except ProtocolError as exc:
             log.warning("closing connection %s (spid %d): %s", self.peer, self.spid, exc)
         except asyncio.CancelledError:
@@ -83,6 +139,12 @@ class Session:
             if self.executor is not None:
                 self.executor.close()
             self.writer.close()
+
+    def abort(self) -> None:
+        """Close the connection at once, as a network failure would."""
+        transport = self.writer.transport
+        if transport is not None and not transport.is_closing():
+            transport.abort()
 
     async def _send(self, channel: Channel, payload: bytes) -> None:
         await channel.write(frame(PacketType.REPLY, payload, self.packet_size, self.spid))
@@ -132,6 +194,8 @@ class Session:
         if msg.type != PacketType.LOGIN7:
             raise ProtocolError(f"expected LOGIN7, got packet type 0x{msg.type:02x}")
         login = login7.parse(msg.payload)
+        if self.server.faults.take("login", self.spid) is not None:
+            raise _DroppedError("during login")
         if answer == prelogin.ENCRYPT_OFF and not strict:
             # only LOGIN7 was encrypted; the rest of the connection is plaintext
             login_channel = channel
@@ -142,7 +206,7 @@ class Session:
 
     async def _login(self, channel: Channel, login: login7.Login7) -> bool:
         refused = self.server.login_refused()
-        if refused or login.username.lower() != "sa" or login.password != self.server.password:
+        if refused or not self.server.authenticate(login.username, login.password):
             log.info("login failed for user %r from %s", login.username, self.peer)
             payload = tokens.error(
                 18456, 1, 14, f"Login failed for user '{login.username}'."
@@ -174,7 +238,10 @@ class Session:
         parts.append(tokens.done())
         await self._send(channel, b"".join(parts))
         self.packet_size = negotiated
-        self.executor = Executor(self.server.db, self.spid)
+        # tds-types work: UTF-8 collations are downgraded for clients without UTF8_SUPPORT
+        CLIENT_UTF8.set(login7.FEATURE_UTF8 in login.features)
+        self.login_name = login.username
+        self.executor = Executor(self.server.db, self.spid, login=login.username)
         log.info("spid %d logged in from %s (app %r)", self.spid, self.peer, login.app_name)
         return True
 
@@ -185,18 +252,23 @@ class Session:
             msg = await packets.read_message()
             if msg is None:
                 return
+            eligible = []
+            if msg.type != PacketType.ATTENTION:  # an Attention is not a request
+                eligible = self.server.faults.armed_for("between_requests", self.spid)
             await self.server.before_response()
             if msg.type == PacketType.SQL_BATCH:
                 text = parse_batch(msg.payload)
                 outcome = await asyncio.to_thread(executor.run_batch, text)
-                await self._send(channel, render(outcome, nocount=executor.nocount))
+                await self._reply(channel, outcome, render(outcome, nocount=executor.nocount))
             elif msg.type == PacketType.RPC:
                 calls = parse_rpc(msg.payload)
                 payload = b""
+                merged = BatchOutcome([])
                 for call in calls:
                     outcome = await asyncio.to_thread(self._rpc, executor, call)
+                    merged.results.extend(outcome.results)
                     payload += render(outcome, rpc=True, nocount=executor.nocount)
-                await self._send(channel, payload)
+                await self._reply(channel, merged, payload)
             elif msg.type == PacketType.ATTENTION:
                 await self._send(channel, tokens.done(tokens.DONE_ATTN))
             elif msg.type == PacketType.TRANSACTION_MANAGER:
@@ -207,6 +279,23 @@ class Session:
                 await self._send(channel, render(outcome))
             else:
                 raise ProtocolError(f"unexpected packet type 0x{msg.type:02x}")
+            if self.server.faults.count_request(self.spid, eligible) is not None:
+                raise _DroppedError("between requests", graceful=True)
+
+    async def _reply(self, channel: Channel, outcome: BatchOutcome, payload: bytes) -> None:
+        """Send a reply, unless a ``mid_result`` fault cuts it and drops the connection."""
+        fault = self.server.faults.take("mid_result", self.spid)
+        if fault is None:
+            await self._send(channel, payload)
+            return
+        framed = frame(PacketType.REPLY, payload, self.packet_size, self.spid)
+        if fault.after_bytes is not None:
+            cut = fault.after_bytes
+        else:
+            rows = fault.after_rows or 0
+            cut = _cut_offset(outcome, payload, rows, self.spid, self.packet_size)
+        await channel.write(framed[: min(cut, len(framed) - 1)])
+        raise _DroppedError(f"mid-result after {cut} bytes", graceful=True)
 
     @staticmethod
     def _tm(executor: Executor, kind: int, begin_new: bool) -> BatchOutcome:

@@ -10,23 +10,35 @@ this module copies:
 * ``decimal`` is a sign byte (1 = positive) and a 4/8/12/16-byte magnitude (2.2.5.5.1.6);
 * ``uniqueidentifier`` is mixed-endian, i.e. ``uuid.UUID.bytes_le``;
 * ``(max)`` types and ``xml`` are PLP: u64 total length, u32-length chunks, a 0-length end;
-* ``timestamp``/``rowversion`` is BIGBINARY(8) with UserType 80.
+* ``timestamp``/``rowversion`` is BIGBINARY(8) with UserType 80;
+* ``char``/``varchar``/``text`` carry the 5-byte collation of their column (2.2.5.1.2) and are
+  sent in its code page, or UTF-8 for a UTF-8 collation (see :mod:`collations`);
+* ``text``/``ntext``/``image`` are the long types of 2.2.5.4.3: a LONGLEN maximum, the
+  collation, the table name as parts, and per value a text pointer, a timestamp and the data;
+* ``sql_variant`` (2.2.5.5.4) is a u32 length, the base type id, a property byte count, the
+  base type's properties (precision/scale, scale, collation and maximum length) and the value.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import re
 import struct
 import uuid
+from contextvars import ContextVar
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 
 from sqlglot import exp
 
+from mssql_cdc.emulator.collations import DEFAULT as DEFAULT_COLLATION
+from mssql_cdc.emulator.collations import Collation, codec_of, lookup
 from mssql_cdc.emulator.temporal import Temporal, parse_temporal
 from mssql_cdc.emulator.wire import ProtocolError, Reader, decode_utf16
 
 __all__ = [
+    "CLIENT_UTF8",
     "COLLATION_CP1252",
     "MAX",
     "SqlType",
@@ -34,12 +46,23 @@ __all__ = [
     "encode_value",
     "from_datatype",
     "infer_from_engine",
+    "normalize_type_names",
+    "pack_variant",
     "type_info",
+    "unpack_variant",
 ]
 
 MAX = -1
+#: Whether the client of the current session announced UTF8_SUPPORT (LOGIN7 FeatureExt 0x0A,
+#: MS-TDS 2.2.6.4). The session sets it once after login (each connection is its own asyncio
+#: task, so the value is per connection); encoders read it unless told explicitly.
+CLIENT_UTF8: ContextVar[bool] = ContextVar("CLIENT_UTF8", default=True)
 #: SQL_Latin1_General_CP1_CI_AS: LCID 0x0409, IgnoreCase|IgnoreWidth|IgnoreKana, sort id 52.
-COLLATION_CP1252 = bytes.fromhex("0904d00034")
+COLLATION_CP1252 = DEFAULT_COLLATION.wire()
+#: ``ntext`` parses like ``text`` in sqlglot's T-SQL dialect; :func:`normalize_type_names`
+#: rewrites it to ``nvarchar`` of this impossible length (nvarchar(n) stops at 4000) first.
+NTEXT_SENTINEL = 1073741823
+_NTEXT = re.compile(r"(?<![\[\"'.@])\bntext\b(?![\]\"'])", re.IGNORECASE)
 PLP_NULL = 0xFFFFFFFFFFFFFFFF
 PLP_CHUNK = 8000
 
@@ -47,6 +70,10 @@ _INT_SIZES = {"tinyint": 1, "smallint": 2, "int": 4, "bigint": 8}
 _INT_FIXED = {1: 0x30, 2: 0x34, 4: 0x38, 8: 0x7F}
 _CHAR_IDS = {"char": 0xAF, "varchar": 0xA7, "nchar": 0xEF, "nvarchar": 0xE7}
 _BIN_IDS = {"binary": 0xAD, "varbinary": 0xA5, "rowversion": 0xAD}
+#: text/ntext/image: type id and the LONGLEN maximum SQL Server sends (2.2.5.4.3).
+_LONG = {"text": (0x23, 0x7FFFFFFF), "ntext": (0x63, 0x7FFFFFFE), "image": (0x22, 0x7FFFFFFF)}
+#: sql_variant's TYPE_INFO maximum length (2.2.5.5.4): 8000 bytes of value plus 16 of header.
+VARIANT_MAX = 8016
 _POW10 = [1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000]
 _TEMPORAL = {"date", "time", "datetime2", "datetimeoffset", "datetime", "smalldatetime"}
 
@@ -59,10 +86,22 @@ class SqlType:
     length: int = 0
     precision: int = 0
     scale: int = 0
+    #: the COLLATE name of a character type; "" is the database default
+    collation: str = ""
+
+    @property
+    def coll(self) -> Collation:
+        """The collation of a character type (the database default unless declared)."""
+        return lookup(self.collation) if self.collation else DEFAULT_COLLATION
 
     @property
     def is_max(self) -> bool:
         return self.length == MAX or self.name == "xml"
+
+    @property
+    def is_long(self) -> bool:
+        """text, ntext or image (the pre-2005 long types)."""
+        return self.name in _LONG
 
     @property
     def is_temporal(self) -> bool:
@@ -70,11 +109,11 @@ class SqlType:
 
     @property
     def is_string(self) -> bool:
-        return self.name in _CHAR_IDS or self.name == "xml"
+        return self.name in _CHAR_IDS or self.name in ("xml", "text", "ntext")
 
     @property
     def is_binary(self) -> bool:
-        return self.name in _BIN_IDS
+        return self.name in _BIN_IDS or self.name == "image"
 
     def sql(self) -> str:
         """The type as T-SQL spells it (``nvarchar(max)``, ``decimal(38,0)``, ``time(7)``)."""
@@ -107,7 +146,7 @@ class SqlType:
         return "VARCHAR"  # strings, xml, and temporal values as canonical text
 
     def max_bytes(self) -> int:
-        if self.name in ("nchar", "nvarchar"):
+        if self.name in ("nchar", "nvarchar", "ntext"):
             return self.length * 2
         return self.length
 
@@ -180,20 +219,30 @@ def from_datatype(datatype: exp.DataType, *, in_cast: bool = False) -> SqlType: 
         return scalar("uniqueidentifier")
     strings = {t.CHAR: "char", t.VARCHAR: "varchar", t.NCHAR: "nchar", t.NVARCHAR: "nvarchar"}
     if kind in strings:
-        return scalar(strings[kind], length=_length(params, default_len))
+        length = _length(params, default_len)
+        if kind == t.NVARCHAR and length == NTEXT_SENTINEL:
+            return scalar("ntext", length=MAX)
+        return scalar(strings[kind], length=length)
     if kind == t.TEXT:
-        return scalar("varchar", length=MAX)
+        return scalar("text", length=MAX)
+    if kind == t.VARIANT:
+        return scalar("sql_variant", length=VARIANT_MAX)
     if kind == t.BINARY:
         return scalar("binary", length=_length(params, default_len))
     if kind == t.VARBINARY:
         return scalar("varbinary", length=_length(params, default_len))
     if kind == t.IMAGE:
-        return scalar("varbinary", length=MAX)
+        return scalar("image", length=MAX)
     if kind == t.XML:
         return scalar("xml", length=MAX)
     if kind == t.ROWVERSION:
         return scalar("rowversion", length=8)
     raise ValueError(f"unsupported data type {datatype.sql(dialect='tsql')}")
+
+
+def normalize_type_names(sql: str) -> str:
+    """Spell ``ntext`` so that it survives sqlglot's T-SQL parser (which reads it as ``text``)."""
+    return _NTEXT.sub(f"nvarchar({NTEXT_SENTINEL})", sql)
 
 
 def infer_from_engine(engine_type: str, values: list[object]) -> SqlType:  # noqa: PLR0911 (a dispatch over kinds)
@@ -235,8 +284,20 @@ def infer_from_engine(engine_type: str, values: list[object]) -> SqlType:  # noq
 # TYPE_INFO (MS-TDS 2.2.5.6)
 
 
-def type_info(t: SqlType, *, nullable: bool = True) -> bytes:  # noqa: PLR0911, PLR0912 (a dispatch over kinds)
-    """TYPE_INFO bytes of a column: type id plus its length/precision/collation fields."""
+def wire_collation(t: SqlType, *, utf8: bool | None = None) -> Collation:
+    """The collation a character column is sent with: a UTF-8 collation becomes its closest
+    non-UTF-8 one for a client that did not announce UTF8_SUPPORT (KB5016780)."""
+    coll = t.coll
+    if utf8 is None:
+        utf8 = CLIENT_UTF8.get()
+    return coll if utf8 else coll.without_utf8()
+
+
+def type_info(t: SqlType, *, nullable: bool = True, utf8: bool | None = None) -> bytes:  # noqa: PLR0911, PLR0912 (a dispatch over kinds)
+    """TYPE_INFO bytes of a column: type id plus its length/precision/collation fields.
+
+    ``utf8`` says whether the client announced UTF8_SUPPORT (FeatureExt 0x0A, 2.2.6.4).
+    """
     name = t.name
     if name in _INT_SIZES:
         size = _INT_SIZES[name]
@@ -270,12 +331,23 @@ def type_info(t: SqlType, *, nullable: bool = True) -> bytes:  # noqa: PLR0911, 
         return b"\x24\x10"
     if name in _CHAR_IDS:
         maxlen = 0xFFFF if t.length == MAX else t.max_bytes()
-        return bytes([_CHAR_IDS[name]]) + struct.pack("<H", maxlen) + COLLATION_CP1252
+        collation = wire_collation(t, utf8=utf8).wire()
+        return bytes([_CHAR_IDS[name]]) + struct.pack("<H", maxlen) + collation
     if name in _BIN_IDS:
         maxlen = 0xFFFF if t.length == MAX else t.length
         return bytes([_BIN_IDS[name]]) + struct.pack("<H", maxlen)
+    if name in _LONG:
+        tid, maxlen = _LONG[name]
+        out = bytes([tid]) + struct.pack("<I", maxlen)
+        if name != "image":
+            out += wire_collation(t, utf8=utf8).wire()
+        # TableName: NumParts then US_VARCHAR parts. Clients require 1-4 parts (mssql-jdbc
+        # rejects 0), so an expression without a base table sends one empty part.
+        return out + b"\x01\x00\x00"
     if name == "xml":
         return b"\xf1\x00"  # no schema collection
+    if name == "sql_variant":
+        return b"\x62" + struct.pack("<I", VARIANT_MAX)
     raise ValueError(f"no TYPE_INFO for {t.sql()}")
 
 
@@ -338,6 +410,7 @@ def _to_decimal(value: object, scale: int) -> int:
 
 
 def _plp(data: bytes) -> bytes:
+    """A PLP value (2.2.5.2.3): u64 total length, u32-length chunks, a zero-length end."""
     parts = [struct.pack("<Q", len(data))]
     for start in range(0, len(data), PLP_CHUNK):
         chunk = data[start : start + PLP_CHUNK]
@@ -347,13 +420,22 @@ def _plp(data: bytes) -> bytes:
     return b"".join(parts)
 
 
-def _text_bytes(t: SqlType, value: object) -> bytes:
+def _text_bytes(t: SqlType, value: object, *, utf8: bool | None = None) -> bytes:
+    """Character data as it travels: UTF-16LE for the N types and xml, else the code page of
+    the column's collation (UTF-8 for a UTF-8 collation). ``char(n)``/``nchar(n)`` are padded
+    with spaces to n bytes / n UTF-16 code units, after conversion."""
     text = value if isinstance(value, str) else str(value)
+    if t.name in ("nchar", "nvarchar", "ntext", "xml"):
+        data = text.encode("utf-16-le", errors="surrogatepass")
+        pad = "\x20".encode("utf-16-le")
+    else:
+        data = wire_collation(t, utf8=utf8).encode(text)
+        pad = b"\x20"
     if t.name in ("char", "nchar") and t.length != MAX:
-        text = text.ljust(t.length)
-    if t.name in ("nchar", "nvarchar", "xml"):
-        return text.encode("utf-16-le", errors="surrogatepass")
-    return text.encode("cp1252", errors="replace")
+        width = t.max_bytes()
+        data = data[:width]
+        data += pad * ((width - len(data)) // len(pad))
+    return data
 
 
 def _temporal_bytes(t: SqlType, value: object) -> bytes:
@@ -381,6 +463,25 @@ def _temporal_bytes(t: SqlType, value: object) -> bytes:
     return time_part + date_part + struct.pack("<h", tv.offset or 0)
 
 
+_FIXED_NAMES = frozenset(
+    [*_INT_SIZES, "bit", "real", "float", "money", "smallmoney", "datetime", "smalldatetime"]
+)
+#: fixed-length type ids (2.2.5.4.1), as sql_variant names its base type
+_FIXED_TYPE_IDS = {
+    "tinyint": 0x30,
+    "smallint": 0x34,
+    "int": 0x38,
+    "bigint": 0x7F,
+    "bit": 0x32,
+    "real": 0x3B,
+    "float": 0x3E,
+    "money": 0x3C,
+    "smallmoney": 0x7A,
+    "datetime": 0x3D,
+    "smalldatetime": 0x3A,
+}
+
+
 def _fixed_bytes(t: SqlType, value: object) -> bytes:  # noqa: PLR0911 (a dispatch over kinds)
     """The value bytes of a fixed-length type, without a length prefix."""
     name = t.name
@@ -404,19 +505,40 @@ def _fixed_bytes(t: SqlType, value: object) -> bytes:  # noqa: PLR0911 (a dispat
     raise ValueError(f"{t.sql()} is not a fixed-length type")
 
 
-def encode_value(t: SqlType, value: object, *, nullable: bool = True) -> bytes:  # noqa: PLR0911, PLR0912 (a dispatch over kinds)
+def _decimal_bytes(t: SqlType, value: object) -> bytes:
+    """Sign byte (1 = positive) and the magnitude in 4/8/12/16 bytes (2.2.5.5.1.6)."""
+    scaled = _to_decimal(value, t.scale)
+    if abs(scaled) >= 10**t.precision:
+        raise ValueError(f"{value!r} does not fit {t.sql()}")
+    size = _decimal_size(t.precision)
+    return bytes([1 if scaled >= 0 else 0]) + abs(scaled).to_bytes(size - 1, "little")
+
+
+def _long_bytes(t: SqlType, value: object, *, utf8: bool | None = None) -> bytes:
+    """text/ntext/image (2.2.7.17 ROW, TEXTPTR form): text pointer length 16, a text pointer,
+    an 8-byte timestamp, the u32 data length and the data; NULL is a zero pointer length."""
+    if value is None:
+        return b"\x00"
+    data = as_bytes(value) if t.name == "image" else _text_bytes(t, value, utf8=utf8)
+    return b"\x10" + _TEXT_POINTER + _TEXT_TIMESTAMP + struct.pack("<I", len(data)) + data
+
+
+_TEXT_POINTER = bytes(range(1, 17))
+_TEXT_TIMESTAMP = bytes(8)
+
+
+def _rowversion(value: object) -> bytes:
+    if isinstance(value, int):
+        return value.to_bytes(8, "big")
+    return as_bytes(value)[:8].rjust(8, b"\x00")
+
+
+def encode_value(  # noqa: PLR0911, PLR0912 (a dispatch over kinds)
+    t: SqlType, value: object, *, nullable: bool = True, utf8: bool | None = None
+) -> bytes:
     """The bytes of one value in a ROW token (or a RETURNVALUE), NULL included."""
     name = t.name
-    fixed = name in _INT_SIZES or name in (
-        "bit",
-        "real",
-        "float",
-        "money",
-        "smallmoney",
-        "datetime",
-        "smalldatetime",
-    )
-    if fixed:
+    if name in _FIXED_NAMES:
         if value is None:
             if not nullable:
                 raise ValueError("NULL in a NOT NULL column")
@@ -426,10 +548,8 @@ def encode_value(t: SqlType, value: object, *, nullable: bool = True) -> bytes: 
     if name in ("decimal", "numeric"):
         if value is None:
             return b"\x00"
-        scaled = _to_decimal(value, t.scale)
-        size = _decimal_size(t.precision)
-        magnitude = abs(scaled).to_bytes(size - 1, "little")
-        return bytes([size, 1 if scaled >= 0 else 0]) + magnitude
+        data = _decimal_bytes(t, value)
+        return bytes([len(data)]) + data
     if name in ("date", "time", "datetime2", "datetimeoffset"):
         if value is None:
             return b"\x00"
@@ -440,22 +560,129 @@ def encode_value(t: SqlType, value: object, *, nullable: bool = True) -> bytes: 
             return b"\x00"
         guid = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
         return b"\x10" + guid.bytes_le
+    if t.is_long:
+        return _long_bytes(t, value, utf8=utf8)
+    if name == "sql_variant":
+        if value is None:
+            return b"\x00\x00\x00\x00"
+        base, inner = unpack_variant(value)
+        data = _variant_bytes(base, inner)
+        return struct.pack("<I", len(data)) + data
+    if name == "rowversion":
+        if value is None:
+            return b"\xff\xff"
+        return b"\x08\x00" + _rowversion(value)
     if t.is_string or t.is_binary:
         if t.is_max:
             if value is None:
                 return struct.pack("<Q", PLP_NULL)
-            data = as_bytes(value) if t.is_binary else _text_bytes(t, value)
+            data = as_bytes(value) if t.is_binary else _text_bytes(t, value, utf8=utf8)
             return _plp(data)
         if value is None:
             return b"\xff\xff"
         if t.is_binary:
             data = as_bytes(value)
-            if name in ("binary", "rowversion"):
+            if name == "binary":
                 data = data[: t.length].ljust(t.length, b"\x00")
         else:
-            data = _text_bytes(t, value)
+            data = _text_bytes(t, value, utf8=utf8)
         return struct.pack("<H", len(data)) + data
     raise ValueError(f"cannot encode {t.sql()}")
+
+
+# ---------------------------------------------------------------------------------------------
+# sql_variant (MS-TDS 2.2.5.5.4)
+#
+# The engine holds a sql_variant as text: JSON with the base type and the value in the
+# storage form of that type (numbers and date/time values as canonical text, binary as hex).
+
+
+def pack_variant(base: SqlType, value: object) -> str:
+    """The storage text of a sql_variant holding ``value`` (storage form) of type ``base``."""
+    if base.name in ("sql_variant", "xml", "text", "ntext", "image", "rowversion") or base.is_max:
+        raise ValueError(f"{base.sql()} cannot be stored in a sql_variant")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        text = bytes(value).hex()
+    elif isinstance(value, bool):
+        text = "1" if value else "0"
+    elif isinstance(value, float):
+        text = repr(value)
+    else:
+        text = str(value)
+    fields = {
+        "t": base.name,
+        "l": base.length,
+        "p": base.precision,
+        "s": base.scale,
+        "c": base.collation,
+        "v": text,
+    }
+    return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+
+
+def unpack_variant(stored: object) -> tuple[SqlType, object]:
+    """(base type, value) of a sql_variant's storage text."""
+    if isinstance(stored, tuple) and len(stored) == 2 and isinstance(stored[0], SqlType):
+        return stored[0], stored[1]
+    try:
+        fields = json.loads(str(stored))
+        base = SqlType(fields["t"], fields["l"], fields["p"], fields["s"], fields["c"])
+        text = str(fields["v"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"not a sql_variant value: {stored!r}") from exc
+    value: object = text
+    if base.is_binary:
+        value = bytes.fromhex(text)
+    elif base.name in _INT_SIZES:
+        value = int(text)
+    elif base.name == "bit":
+        value = text == "1"
+    elif base.name in ("real", "float"):
+        value = float(text)
+    elif base.name in ("decimal", "numeric", "money", "smallmoney"):
+        value = Decimal(text)
+    elif base.name == "uniqueidentifier":
+        value = uuid.UUID(text)
+    return base, value
+
+
+def _variant_bytes(base: SqlType, value: object) -> bytes:
+    """Base type id, property count, properties and value of a sql_variant (no length)."""
+    name = base.name
+    props = b""
+    if name in _FIXED_TYPE_IDS:
+        tid = _FIXED_TYPE_IDS[name]
+        data = _fixed_bytes(base, value)
+    elif name == "uniqueidentifier":
+        tid = 0x24
+        guid = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+        data = guid.bytes_le
+    elif name == "date":
+        tid, data = 0x28, _temporal_bytes(base, value)
+    elif name in ("time", "datetime2", "datetimeoffset"):
+        tid = {"time": 0x29, "datetime2": 0x2A, "datetimeoffset": 0x2B}[name]
+        props = bytes([base.scale])
+        data = _temporal_bytes(base, value)
+    elif name in ("decimal", "numeric"):
+        tid = 0x6A if name == "decimal" else 0x6C
+        props = bytes([base.precision, base.scale])
+        data = _decimal_bytes(base, value)
+    elif name in ("binary", "varbinary"):
+        tid = _BIN_IDS[name]
+        data = as_bytes(value)
+        if name == "binary":
+            data = data[: base.length].ljust(base.length, b"\x00")
+        props = struct.pack("<H", base.length)
+    elif name in _CHAR_IDS:
+        tid = _CHAR_IDS[name]
+        data = _text_bytes(base, value)
+        # a UTF-8 collation is not valid inside a sql_variant; SQL Server converts first
+        props = base.coll.without_utf8().wire() + struct.pack("<H", base.max_bytes())
+        if base.coll.utf8:
+            data = base.coll.without_utf8().encode(str(value))
+    else:
+        raise ValueError(f"{base.sql()} cannot be sent as a sql_variant")
+    return bytes([tid, len(props)]) + props + data
 
 
 # ---------------------------------------------------------------------------------------------
@@ -564,8 +791,9 @@ def decode_param(reader: Reader) -> tuple[SqlType, object]:  # noqa: PLR0911, PL
     if tid in (0xA7, 0xAF, 0xE7, 0xEF, 0xA5, 0xAD):
         maxlen = reader.u16()
         is_char = tid in (0xA7, 0xAF, 0xE7, 0xEF)
+        codec = "cp1252"
         if is_char:
-            reader.take(5)  # collation
+            codec = codec_of(reader.take(5))  # the parameter's collation (2.2.5.1.2)
         names = {0xA7: "varchar", 0xAF: "char", 0xE7: "nvarchar", 0xEF: "nchar"}
         names.update({0xA5: "varbinary", 0xAD: "binary"})
         wide = tid in (0xE7, 0xEF)
@@ -581,7 +809,7 @@ def decode_param(reader: Reader) -> tuple[SqlType, object]:  # noqa: PLR0911, PL
             return t, None
         if not is_char:
             return t, data
-        return t, decode_utf16(data) if wide else data.decode("cp1252", errors="replace")
+        return t, decode_utf16(data) if wide else data.decode(codec, errors="replace")
     if tid == 0xF1:
         if reader.u8():
             reader.b_varchar()
