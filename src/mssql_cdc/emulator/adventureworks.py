@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 
 from mssql_cdc.emulator.catalog import ColumnDef, TableDef
 from mssql_cdc.emulator.ddl import create_engine_table
