@@ -54,6 +54,7 @@ typedef struct mc_arrow_buffer {
  * functions below to change them. */
 typedef struct mc_arrow_column {
   mc_arrow_type type;
+  uint32_t width;    /* mc_arrow_type_width(type), cached for the hot path */
   int32_t precision; /* decimal128 only */
   int32_t scale;     /* decimal128 only */
   char *name;        /* UTF-8, owned */
@@ -99,6 +100,23 @@ void mc_arrow_column_free(mc_arrow_column *col);
  * bitmap exists) and data_bytes more bytes of utf8/binary data. After MC_OK, the next n
  * appends of at most data_bytes data in total need no allocation. */
 MC_NODISCARD mc_status mc_arrow_column_reserve(mc_arrow_column *col, int64_t n, size_t data_bytes);
+
+/* The hot-path form of mc_arrow_column_reserve(col, 1, data_bytes): an inline capacity check
+ * that calls the general function only when a buffer must grow. */
+static inline mc_status mc_arrow_column_reserve_one(mc_arrow_column *col, size_t data_bytes) {
+  size_t bits_bytes = (size_t)((col->length + 8) >> 3);
+  if (col->validity.data == NULL || bits_bytes <= col->validity.capacity) {
+    if (col->width != 0) {
+      if (col->values.capacity - col->values.size >= col->width) return MC_OK;
+    } else if (col->type == MC_ARROW_BOOL) {
+      if (bits_bytes <= col->values.capacity) return MC_OK;
+    } else if (col->offsets.capacity - col->offsets.size >= sizeof(int32_t) &&
+               col->values.capacity - col->values.size >= data_bytes) {
+      return MC_OK;
+    }
+  }
+  return mc_arrow_column_reserve(col, 1, data_bytes);
+}
 
 /* Appends a NULL. Allocates and back-fills the validity bitmap at the first NULL, so it can fail
  * with MC_ENOMEM; it never fails once mc_arrow_column_reserve covered the slot and a bitmap

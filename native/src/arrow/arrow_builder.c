@@ -30,6 +30,7 @@ mc_status mc_arrow_column_init(mc_arrow_column *col, mc_arrow_type type, const c
                                size_t name_len, int32_t precision, int32_t scale) {
   memset(col, 0, sizeof *col);
   col->type = type;
+  col->width = (uint32_t)mc_arrow_type_width(type);
   col->precision = precision;
   col->scale = scale;
   col->name = malloc(name_len + 1);

@@ -165,7 +165,7 @@ mc_status mc_tds_row_decode(mc_tds_decoder *d, mc_rd *r, size_t *used, mc_error 
       st = mc_arrow_column_append_null(col);
       if (st != MC_OK) st = mc_error_set(err, st, "out of memory appending a NULL");
     } else {
-      st = mc_arrow_column_reserve(col, 1, 0);
+      st = mc_arrow_column_reserve_one(col, 0);
       if (st != MC_OK) {
         st = mc_error_set(err, st, "out of memory appending to column %lld", (long long)i);
       } else if (cell->is_plp) {

@@ -289,7 +289,7 @@ static inline mc_status mc_tds_reserve_data(mc_arrow_column *out, size_t n, mc_e
   if (n > MC_ARROW_MAX_DATA_BYTES - out->values.size) {
     return mc_error_set(err, MC_ERANGE, "a batch column would exceed 2 GiB");
   }
-  if (mc_arrow_column_reserve(out, 1, n) != MC_OK) {
+  if (mc_arrow_column_reserve_one(out, n) != MC_OK) {
     return mc_error_set(err, MC_ENOMEM, "out of memory appending %zu bytes", n);
   }
   return MC_OK;
