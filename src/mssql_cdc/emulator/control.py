@@ -185,6 +185,17 @@ class Emulator:
 
     # --- faults ---
 
+    def add_access_token(self, token: str, *, login: str = "sa") -> None:
+        """Accept ``token`` as an Entra ID access token (LOGIN7 FEDAUTH) standing for ``login``.
+
+        The emulator checks tokens by equality; it does not validate JWTs."""
+        self.server.access_tokens[token] = login
+
+    def route_next_login(self, host: str, port: int) -> None:
+        """Send the next login a routing ENVCHANGE (as Azure SQL's redirect and read-only
+        routing do), telling the client to reconnect to ``host``:``port``."""
+        self.server.route_next_login = (host, port)
+
     def refuse_logins(self, seconds: float) -> None:
         """Logins fail with error 18456 for the next ``seconds``."""
         self.server.refuse_logins_until = time.monotonic() + seconds

@@ -66,6 +66,18 @@ def _features(payload: bytes, offset: int) -> dict[int, bytes]:
         pos = end
 
 
+def fedauth_token(data: bytes) -> str | None:
+    """The access token of a FEDAUTH FeatureExt with the SECURITYTOKEN library (2.2.6.4):
+    options byte (library << 1 | echo), u32 token length, UTF-16LE token, optional nonce.
+    None for another library or a malformed block."""
+    if len(data) < 5 or (data[0] >> 1) != 0x01:
+        return None
+    (length,) = struct.unpack_from("<I", data, 1)
+    if length > len(data) - 5 or length % 2:
+        return None
+    return data[5 : 5 + length].decode("utf-16-le", errors="replace")
+
+
 def parse(payload: bytes) -> Login7:
     if len(payload) < _FIXED.size + 58:
         raise ProtocolError("LOGIN7 shorter than its fixed part")

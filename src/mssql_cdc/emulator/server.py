@@ -41,6 +41,10 @@ class EmulatorServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.refuse_logins_until = 0.0
         self.response_delay = 0.0
+        #: Entra ID access tokens the server accepts (FEDAUTH), mapped to the login they stand for
+        self.access_tokens: dict[str, str] = {}
+        #: the next login is sent a routing ENVCHANGE to this (host, port), once
+        self.route_next_login: tuple[str, int] | None = None
 
     def __repr__(self) -> str:
         return f"EmulatorServer(db={self.db.name!r})"
@@ -81,6 +85,15 @@ class EmulatorServer:
         if login.lower() == "sa":
             return password == self.password
         return self.db.security.authenticate(login, password)
+
+    def token_login(self, token: str) -> str | None:
+        """The login an access token stands for, or None if the server does not know it."""
+        return self.access_tokens.get(token)
+
+    def take_route(self) -> tuple[str, int] | None:
+        """The routing target for this login, if one was set; it applies once."""
+        route, self.route_next_login = self.route_next_login, None
+        return route
 
     def login_refused(self) -> bool:
         return time.monotonic() < self.refuse_logins_until

@@ -8,6 +8,7 @@ record) is TDS 8.0 strict; otherwise the first message must be PRELOGIN. Malform
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -206,7 +207,20 @@ class Session:
 
     async def _login(self, channel: Channel, login: login7.Login7) -> bool:
         refused = self.server.login_refused()
-        if refused or not self.server.authenticate(login.username, login.password):
+        fedauth = login.features.get(login7.FEATURE_FEDAUTH)
+        if fedauth is not None:
+            # MS-TDS 2.2.6.4 FEDAUTH, library SECURITYTOKEN: options byte, u32 length, token
+            token = login7.fedauth_token(fedauth)
+            user = self.server.token_login(token) if token is not None else None
+            if refused or user is None:
+                log.info("access-token login refused from %s", self.peer)
+                payload = tokens.error(
+                    18456, 1, 14, "Login failed for user '<token-identified principal>'."
+                ) + tokens.done(tokens.DONE_ERROR)
+                await self._send(channel, payload)
+                return False
+            login = dataclasses.replace(login, username=user)
+        elif refused or not self.server.authenticate(login.username, login.password):
             log.info("login failed for user %r from %s", login.username, self.peer)
             payload = tokens.error(
                 18456, 1, 14, f"Login failed for user '{login.username}'."
@@ -231,7 +245,12 @@ class Session:
             acks = {}
             if login7.FEATURE_UTF8 in login.features:
                 acks[login7.FEATURE_UTF8] = b"\x01"
+            if fedauth is not None:
+                acks[login7.FEATURE_FEDAUTH] = b""  # no nonce was exchanged: empty ack data
             parts.append(tokens.featureextack(acks))
+        route = self.server.take_route()
+        if route is not None:  # MS-TDS 2.2.7.9 ENVCHANGE type 20: the client reconnects there
+            parts.append(tokens.env_routing(*route))
         parts.append(
             tokens.env_text(tokens.ENV_PACKET_SIZE, str(negotiated), str(PRE_LOGIN_PACKET_SIZE))
         )

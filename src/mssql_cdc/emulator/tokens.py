@@ -116,6 +116,14 @@ def env_bytes(kind: int, new: bytes, old: bytes) -> bytes:
     return envchange(kind, bytes([len(new)]) + new, bytes([len(old)]) + old)
 
 
+def env_routing(host: str, port: int) -> bytes:
+    """ENVCHANGE routing (2.2.7.9, type 20): u16 length, protocol 0 (TCP), u16 port, the
+    server name as US_VARCHAR; the old value is empty (u16 0)."""
+    name = host.encode("utf-16-le")
+    body = b"\x00" + struct.pack("<HH", port, len(name) // 2) + name
+    return envchange(20, struct.pack("<H", len(body)) + body, b"\x00\x00")
+
+
 def loginack(tds_version: int, version: tuple[int, int, int]) -> bytes:
     """LOGINACK (2.2.7.14): interface 1 (T-SQL), TDS version (big-endian), program name."""
     major, minor, build = version
