@@ -324,7 +324,12 @@ class Executor:
 
     def _rewriter(self) -> Rewriter:
         ctx = Context(
-            self.db, self.variables, spid=self.spid, trancount=self.trancount, user=self.user
+            self.db,
+            self.variables,
+            spid=self.spid,
+            trancount=self.trancount,
+            user=self.user,
+            login=self.login,
         )
         return Rewriter(ctx)
 

@@ -163,9 +163,11 @@ class Context:
         spid: int,
         trancount: int,
         user: str = "dbo",
+        login: str = "sa",
     ) -> None:
         self.db = db
         self.user = user
+        self.login = login
         self.variables = variables
         self.spid = spid
         self.trancount = trancount
@@ -210,6 +212,12 @@ class Rewriter:
                 scalar("datetime2", scale=7), self.ctx.db.clock.utcnow().replace(tzinfo=None)
             ),
             "DB_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.db.name),
+            # the session's login and database user (never the engine's own user)
+            "SUSER_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.login),
+            "SUSER_SNAME": lambda a: typed_literal(
+                scalar("nvarchar", length=128), self.ctx.login
+            ),
+            "USER_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.user),
             "FN_CDC_GET_MIN_LSN": self._min_lsn,
             "FN_CDC_GET_MAX_LSN": self._max_lsn,
             "FN_CDC_INCREMENT_LSN": lambda a: self._step_lsn(a, +1),
@@ -253,6 +261,10 @@ class Rewriter:
             return typed_literal(scalar("datetimeoffset", scale=7), now)
         if isinstance(node, exp.CurrentTimestamp):
             return typed_literal(scalar("datetime"), self.ctx.db.clock.local_naive())
+        if isinstance(node, exp.CurrentUser):
+            # sqlglot reads SUSER_NAME(), SUSER_SNAME() and CURRENT_USER alike; all give the
+            # login here (SQL Server's CURRENT_USER would give the database user, e.g. dbo)
+            return typed_literal(scalar("nvarchar", length=128), self.ctx.login)
         if isinstance(node, exp.Anonymous):
             handler = self.functions.get(str(node.this).upper())
             if handler is not None:
