@@ -214,9 +214,7 @@ class Rewriter:
             "DB_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.db.name),
             # the session's login and database user (never the engine's own user)
             "SUSER_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.login),
-            "SUSER_SNAME": lambda a: typed_literal(
-                scalar("nvarchar", length=128), self.ctx.login
-            ),
+            "SUSER_SNAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.login),
             "USER_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.user),
             "FN_CDC_GET_MIN_LSN": self._min_lsn,
             "FN_CDC_GET_MAX_LSN": self._max_lsn,
