@@ -15,6 +15,8 @@ from mssql_cdc.errors import (
     MssqlCdcError,
     SchemaChangedError,
 )
+from mssql_cdc.options import SourceOptions
+from mssql_cdc.source.registration import register
 
 try:
     __version__ = _dist_version("mssql-cdc")
@@ -26,5 +28,7 @@ __all__ = [
     "Lsn",
     "MssqlCdcError",
     "SchemaChangedError",
+    "SourceOptions",
     "__version__",
+    "register",
 ]

@@ -8,7 +8,15 @@ import sys
 import mssql_cdc
 from mssql_cdc import _native, errors
 
-PUBLIC = {"DataLossError", "Lsn", "MssqlCdcError", "SchemaChangedError", "__version__"}
+PUBLIC = {
+    "DataLossError",
+    "Lsn",
+    "MssqlCdcError",
+    "SchemaChangedError",
+    "SourceOptions",
+    "__version__",
+    "register",
+}
 
 
 def test_all_lists_exactly_the_public_names():

@@ -1,0 +1,12 @@
+"""The Spark data sources ``mssql_cdc`` and ``mssql_cdc_snapshot`` (reference/compat-reference.md
+sections 1.2-1.3, 2.2, 3).
+
+Importing this package does not import PySpark; :mod:`mssql_cdc.source.datasource` does.
+"""
+
+from __future__ import annotations
+
+from mssql_cdc.options import SourceOptions
+from mssql_cdc.source.registration import register
+
+__all__ = ["SourceOptions", "register"]

@@ -1,0 +1,380 @@
+"""The CDC client: the queries the data sources send, over the native TDS client.
+
+One :class:`CdcClient` wraps one connection, opened lazily and never pickled. The driver keeps
+one for the life of a query (planning, offsets); every task opens its own. Errors are
+translated at this seam: an Arrow read error (``OSError`` with the native status) becomes the
+:mod:`mssql_cdc.errors` class it stands for, and a missing SELECT permission (229) becomes a
+``PermissionError`` holding the exact GRANT (:func:`permission_error`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from mssql_cdc import _native
+from mssql_cdc._native import Lsn
+from mssql_cdc.errors import (
+    ConnectionLostError,
+    ProtocolError,
+    SqlServerError,
+    SqlTimeoutError,
+)
+from mssql_cdc.options import ReaderOptions
+
+__all__ = [
+    "CaptureInstance",
+    "CapturedColumn",
+    "CdcClient",
+    "Commit",
+    "permission_error",
+    "quote_name",
+    "translate",
+]
+
+log = logging.getLogger("mssql_cdc.source")
+
+PERMISSION_DENIED = 229
+_STATUS = re.compile(r"^(E[A-Z]+):\s*(?:\[(\d+)\])?\s*(.*)$", re.S)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A row of ``cdc.lsn_time_mapping``: a commit LSN and its server-local end time."""
+
+    lsn: Lsn
+    local_time: dt.datetime
+
+
+@dataclass(frozen=True)
+class CaptureInstance:
+    """A capture instance of the tracked table (``sys.sp_cdc_help_change_data_capture``)."""
+
+    name: str
+    source_schema: str
+    source_table: str
+    start_lsn: Lsn
+    #: unique index columns CDC uses, in order (empty without one)
+    index_columns: tuple[str, ...]
+    #: captured column names, in capture order
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CapturedColumn:
+    """A row of ``sys.sp_cdc_get_captured_columns``."""
+
+    name: str
+    column_id: int
+    data_type: str
+    max_length: int | None
+    precision: int | None
+    scale: int | None
+    datetime_precision: int | None
+
+
+def quote_name(name: str) -> str:
+    """``name`` as a bracketed T-SQL identifier (``]`` doubled)."""
+    return "[" + name.replace("]", "]]") + "]"
+
+
+def _user_of(options: ReaderOptions) -> str:
+    if options.user:
+        return options.user
+    for part in options.connection_string.split(";"):
+        key, _, value = part.partition("=")
+        if key.strip().lower() in ("uid", "user id", "user"):
+            return value.strip()
+    return "<your user>"
+
+
+def permission_error(options: ReaderOptions, capture_instance: str, cause: str) -> PermissionError:
+    """The ``PermissionError`` for a login that cannot read ``capture_instance``'s changes."""
+    table = f"cdc.{quote_name(capture_instance + '_CT')}"
+    grant = f"GRANT SELECT ON {table} TO {quote_name(_user_of(options))};"
+    return PermissionError(
+        f"The login cannot read the change table {table} of capture instance "
+        f"{capture_instance!r}. Run: {grant} (and GRANT SELECT on the source table; if the "
+        f"capture instance has a gating role, add the user to it). SQL Server said: {cause}"
+    )
+
+
+def translate(exc: BaseException) -> BaseException:  # noqa: PLR0911 (a dispatch over statuses)
+    """The :mod:`mssql_cdc.errors` exception an Arrow read error stands for (else ``exc``)."""
+    if not isinstance(exc, OSError) or isinstance(exc, SqlServerError):
+        return exc
+    match = _STATUS.match(str(exc))
+    if match is None:
+        return exc
+    status, number, text = match.groups()
+    if status == "ESERVER":
+        return SqlServerError(text, number=int(number) if number else None)
+    if status in ("ECLOSED", "EIO"):
+        return ConnectionLostError(text)
+    if status == "ETIMEOUT":
+        return SqlTimeoutError(text)
+    if status == "EPROTO":
+        return ProtocolError(text)
+    return exc
+
+
+def _lsn(value: object) -> Lsn | None:
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return Lsn(bytes(value))
+    raise TypeError(f"expected binary(10), got {type(value).__name__}")
+
+
+class CdcClient:
+    """CDC queries on one lazily opened connection.
+
+    Runs wherever it is made: the driver (offsets, planning) or an executor task (reading).
+    Holds no connection when pickled.
+    """
+
+    def __init__(self, options: ReaderOptions) -> None:
+        self.options = options
+        self._conn: _native.Connection | None = None
+
+    def __repr__(self) -> str:
+        return f"CdcClient({self.options.capture_instance!r}, open={self._conn is not None})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"options": self.options, "_conn": None}
+
+    # --- connection ---
+
+    @property
+    def connection(self) -> _native.Connection:
+        """The open connection (opened on first use)."""
+        if self._conn is None or self._conn.closed:
+            o = self.options
+            self._conn = _native.connect(
+                o.connection_string,
+                user=o.user,
+                password=o.password,
+                access_token=o.access_token,
+                login_timeout=float(o.connect_timeout) if o.connect_timeout else None,
+            )
+        return self._conn
+
+    def close(self) -> None:
+        """Close the connection (a later call opens a new one)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # closing a broken connection must not fail
+                log.debug("closing a broken connection failed", exc_info=True)
+
+    def stats(self) -> dict[str, float]:
+        """The connection's counters (bytes, round trips, network wait), zeros when closed."""
+        return {} if self._conn is None else self._conn.stats()
+
+    # --- generic ---
+
+    def table(self, sql: str, params: Sequence[_native.Param] | None = None) -> pa.Table:
+        """Run ``sql`` and read its whole (small) result."""
+        try:
+            return pa.table(self.connection.execute(sql, params))
+        except OSError as exc:
+            raise translate(exc) from exc
+
+    def batches(
+        self, sql: str, params: Sequence[_native.Param] | None, batch_rows: int
+    ) -> Iterator[pa.RecordBatch]:
+        """Run ``sql`` and yield its result in batches of at most ``batch_rows`` rows."""
+        try:
+            reader = pa.RecordBatchReader.from_stream(
+                self.connection.execute(sql, params, batch_rows=batch_rows)
+            )
+            yield from reader
+        except OSError as exc:
+            raise translate(exc) from exc
+
+    def scalar(self, sql: str, params: Sequence[_native.Param] | None = None) -> object:
+        """Run ``sql`` and return the first column of its first row."""
+        try:
+            return self.connection.scalar(sql, params)
+        except OSError as exc:
+            raise translate(exc) from exc
+
+    # --- LSNs and commits ---
+
+    def max_commit(self) -> Commit | None:
+        """The newest row of ``cdc.lsn_time_mapping`` (its LSN is ``sys.fn_cdc_get_max_lsn()``);
+        ``None`` when capture never wrote one."""
+        rows = self.table(
+            "SELECT TOP (1) start_lsn, tran_end_time FROM cdc.lsn_time_mapping "
+            "ORDER BY start_lsn DESC"
+        ).to_pylist()
+        return _commit(rows[0]) if rows else None
+
+    def nth_commit(self, after: Lsn, n: int, cap: Lsn) -> Commit | None:
+        """The ``n``-th commit after ``after`` (or the last one up to ``cap`` if fewer)."""
+        rows = self.table(
+            "SELECT TOP (1) start_lsn, tran_end_time FROM cdc.lsn_time_mapping "
+            "WHERE start_lsn <= (SELECT MAX(x.start_lsn) FROM (SELECT TOP (@P3) start_lsn "
+            "FROM cdc.lsn_time_mapping WHERE start_lsn > @P1 AND start_lsn <= @P2 "
+            "ORDER BY start_lsn) AS x) ORDER BY start_lsn DESC",
+            [after, cap, n],
+        ).to_pylist()
+        return _commit(rows[0]) if rows else None
+
+    def commit_at_or_before(self, lsn: Lsn) -> Commit | None:
+        """The newest commit at or below ``lsn``."""
+        rows = self.table(
+            "SELECT TOP (1) start_lsn, tran_end_time FROM cdc.lsn_time_mapping "
+            "WHERE start_lsn <= @P1 ORDER BY start_lsn DESC",
+            [lsn],
+        ).to_pylist()
+        return _commit(rows[0]) if rows else None
+
+    def first_commit_from(self, lsn: Lsn) -> Commit | None:
+        """The oldest commit at or above ``lsn``."""
+        rows = self.table(
+            "SELECT TOP (1) start_lsn, tran_end_time FROM cdc.lsn_time_mapping "
+            "WHERE start_lsn >= @P1 ORDER BY start_lsn",
+            [lsn],
+        ).to_pylist()
+        return _commit(rows[0]) if rows else None
+
+    def commits_between(self, low: Lsn, high: Lsn) -> list[Commit]:
+        """Every commit with ``low <= start_lsn <= high``, in LSN order."""
+        rows = self.table(
+            "SELECT start_lsn, tran_end_time FROM cdc.lsn_time_mapping "
+            "WHERE start_lsn >= @P1 AND start_lsn <= @P2 ORDER BY start_lsn",
+            [low, high],
+        ).to_pylist()
+        return [_commit(r) for r in rows]
+
+    def min_lsn(self, capture_instance: str) -> Lsn:
+        """``sys.fn_cdc_get_min_lsn``: the zero LSN if unknown or not readable."""
+        value = _lsn(self.scalar("SELECT sys.fn_cdc_get_min_lsn(@P1)", [capture_instance]))
+        return value if value is not None else Lsn(bytes(10))
+
+    def server_utc(self) -> dt.datetime:
+        """The server's clock in UTC (naive)."""
+        value = self.scalar("SELECT SYSUTCDATETIME()")
+        if isinstance(value, dt.datetime):
+            return value.replace(tzinfo=None)
+        return dt.datetime.fromisoformat(str(value))
+
+    def ping_ms(self) -> float:
+        """Milliseconds of one ``SELECT 1`` round trip."""
+        import time
+
+        began = time.perf_counter()
+        self.scalar("SELECT 1")
+        return (time.perf_counter() - began) * 1000.0
+
+    # --- capture instances ---
+
+    def capture_instances(self) -> list[CaptureInstance]:
+        """Every capture instance the login can read, oldest ``start_lsn`` first."""
+        rows = self.table("EXEC sys.sp_cdc_help_change_data_capture").to_pylist()
+        out = [
+            CaptureInstance(
+                name=r["capture_instance"],
+                source_schema=r["source_schema"],
+                source_table=r["source_table"],
+                start_lsn=_lsn(r["start_lsn"]) or Lsn(bytes(10)),
+                index_columns=_names(r.get("index_column_list")),
+                columns=_names(r.get("captured_column_list")),
+            )
+            for r in rows
+        ]
+        return sorted(out, key=lambda i: (bytes(i.start_lsn), i.name))
+
+    def change_access_denied(self, capture_instance: str) -> str | None:
+        """SQL Server's 229 message if the instance's change function exists but the login may
+        not read it (``None`` otherwise: readable, or no such instance)."""
+        from mssql_cdc.source.sql import change_function
+
+        try:
+            self.table(
+                f"SELECT TOP (0) * FROM {change_function(capture_instance)}(@P1, @P1, N'all')",
+                [Lsn(bytes(10))],
+            )
+        except SqlServerError as exc:
+            return str(exc) if exc.number == PERMISSION_DENIED else None
+        return None
+
+    def captured_columns(self, capture_instance: str) -> list[CapturedColumn]:
+        """``sys.sp_cdc_get_captured_columns``, in capture order."""
+        rows = self.table(
+            "EXEC sys.sp_cdc_get_captured_columns @capture_instance = @P1", [capture_instance]
+        ).to_pylist()
+        rows.sort(key=lambda r: r["ordinal_position"])
+        return [
+            CapturedColumn(
+                name=r["column_name"],
+                column_id=r["column_id"],
+                data_type=str(r["data_type"]).lower(),
+                max_length=r["character_maximum_length"],
+                precision=r["numeric_precision"],
+                scale=r["numeric_scale"],
+                datetime_precision=r["datetime_precision"],
+            )
+            for r in rows
+        ]
+
+    def computed_columns(self, capture_instance: str) -> set[str]:
+        """Names of computed captured columns (``cdc.captured_columns.is_computed``)."""
+        try:
+            rows = self.table(
+                "SELECT cc.column_name FROM cdc.captured_columns AS cc "
+                "JOIN cdc.change_tables AS ct ON ct.object_id = cc.object_id "
+                "WHERE ct.capture_instance = @P1 AND cc.is_computed = 1",
+                [capture_instance],
+            ).to_pylist()
+        except SqlServerError as exc:
+            if exc.number == PERMISSION_DENIED:
+                return set()
+            raise
+        return {r["column_name"] for r in rows}
+
+    # --- change rows ---
+
+    def change_rows(self, capture_instance: str, low: Lsn, high: Lsn) -> int:
+        """How many change rows the instance holds with ``low <= __$start_lsn <= high``."""
+        table = f"cdc.{quote_name(capture_instance + '_CT')}"
+        value = self.scalar(
+            f"SELECT COUNT_BIG(*) FROM {table} WHERE __$start_lsn >= @P1 AND __$start_lsn <= @P2",
+            [low, high],
+        )
+        return int(str(value))
+
+    def rows_per_commit(self, capture_instance: str, low: Lsn, high: Lsn) -> list[tuple[Lsn, int]]:
+        """``(commit LSN, change rows)`` per commit of the range, in LSN order."""
+        table = f"cdc.{quote_name(capture_instance + '_CT')}"
+        rows = self.table(
+            f"SELECT __$start_lsn AS l, COUNT_BIG(*) AS n FROM {table} "
+            "WHERE __$start_lsn >= @P1 AND __$start_lsn <= @P2 "
+            "GROUP BY __$start_lsn ORDER BY __$start_lsn",
+            [low, high],
+        ).to_pylist()
+        return [(Lsn(bytes(r["l"])), int(r["n"])) for r in rows]
+
+
+def _commit(row: dict[str, Any]) -> Commit:
+    lsn = _lsn(row["start_lsn"])
+    assert lsn is not None
+    return Commit(lsn, row["tran_end_time"])
+
+
+def _names(text: object) -> tuple[str, ...]:
+    if not text:
+        return ()
+    names = []
+    for part in re.findall(r"\[((?:[^\]]|\]\])*)\]|([^,\s][^,]*)", str(text)):
+        bracketed, bare = part
+        names.append(bracketed.replace("]]", "]") if bracketed else bare.strip())
+    return tuple(names)

@@ -1,0 +1,297 @@
+"""The driver side of the stream: capture instances, the schema, offsets and batch plans.
+
+One :class:`StreamPlanner` lives in the driver's long-running Python worker for the life of a
+query, with one connection (re-opened after a transient error, see :mod:`retry`). Every public
+method is one driver-side call Spark makes, retried as a whole.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from mssql_cdc._native import Lsn
+from mssql_cdc.options import ReaderOptions
+from mssql_cdc.source.client import CaptureInstance, CdcClient, Commit, permission_error
+from mssql_cdc.source.clock import ServerClock, resolve_clock
+from mssql_cdc.source.offsets import format_utc, make_offset, offset_lsn, offset_time, parse_utc
+from mssql_cdc.source.partitions import ChangeRange
+from mssql_cdc.source.planning import (
+    MIN_ROWS_PER_PARTITION,
+    instance_segments,
+    partition_count,
+    split_commits,
+)
+from mssql_cdc.source.retention import data_loss_error, record_skip
+from mssql_cdc.source.retry import with_retry
+from mssql_cdc.source.schema import Column, declared_columns, output_columns, union_columns
+
+__all__ = ["StreamPlanner", "find_instance", "infer_schema"]
+
+log = logging.getLogger("mssql_cdc.source")
+ZERO = Lsn(bytes(10))
+T = TypeVar("T")
+
+
+def find_instance(client: CdcClient) -> tuple[CaptureInstance, list[CaptureInstance]]:
+    """The configured capture instance and all of its table's instances (oldest first).
+
+    Raises
+    ------
+    ValueError
+        No readable instance has that name, or two differ only by case.
+    PermissionError
+        The instance exists but the login cannot read its change data.
+    """
+    wanted = client.options.capture_instance
+    instances = client.capture_instances()
+    exact = [i for i in instances if i.name == wanted]
+    folded = [i for i in instances if i.name.lower() == wanted.lower()]
+    if not exact and len(folded) > 1:
+        names = ", ".join(repr(i.name) for i in folded)
+        raise ValueError(
+            f"Option 'captureInstance' has the value {wanted!r}, which matches {names} "
+            "ignoring case; give the exact name"
+        )
+    chosen = exact[0] if exact else (folded[0] if folded else None)
+    if chosen is None:
+        denied = client.change_access_denied(wanted)
+        if denied is not None:
+            raise permission_error(client.options, wanted, denied)
+        raise ValueError(
+            f"Capture instance {wanted!r} not found, or the login lacks SELECT on its source "
+            "columns (or membership in its gating role); check "
+            "EXEC sys.sp_cdc_help_change_data_capture"
+        )
+    siblings = [
+        i
+        for i in instances
+        if (i.source_schema, i.source_table) == (chosen.source_schema, chosen.source_table)
+    ]
+    return chosen, siblings
+
+
+def infer_schema(client: CdcClient) -> list[Column]:
+    """The output columns: metadata, then the ``columns`` option or the union of the table's
+    capture instances' captured columns. Runs on the driver, once per ``load()``."""
+    options = client.options
+    _, siblings = find_instance(client)
+    if options.columns:
+        captured = declared_columns(options.columns)
+        known = {c.lower() for i in siblings for c in i.columns}
+        missing = [c.name for c in captured if c.name.lower() not in known]
+        if missing:
+            names = ", ".join(i.name for i in siblings)
+            raise ValueError(
+                f"No capture instance of the table ({names}) captures {', '.join(missing)}; "
+                "fix the columns option"
+            )
+    else:
+        captured = union_columns(
+            [
+                (i.name, client.captured_columns(i.name), client.computed_columns(i.name))
+                for i in siblings
+            ]
+        )
+    return output_columns(captured, include_command_id=options.include_command_id)
+
+
+@dataclass
+class _Batch:
+    """What ``latestOffset`` saw, reused by ``reportLatestOffset`` (no extra query)."""
+
+    newest: Commit | None = None
+
+
+class StreamPlanner:
+    """Offsets and plans for one streaming query (driver side)."""
+
+    def __init__(
+        self,
+        options: ReaderOptions,
+        columns: list[Column],
+        default_partitions: int,
+        min_rows_per_partition: int = MIN_ROWS_PER_PARTITION,
+    ) -> None:
+        self.options = options
+        self.columns = columns
+        self.client = CdcClient(options)
+        self.max_partitions = options.num_partitions or max(default_partitions, 1)
+        self.min_rows = min_rows_per_partition
+        self._clock: ServerClock | None = None
+        self._types: dict[str, dict[str, str]] = {}
+        self.seen = _Batch()
+        self.target: Commit | None = None
+
+    def close(self) -> None:
+        self.client.close()
+
+    # --- helpers ---
+
+    def _retry(self, what: str, call: Callable[[], T]) -> T:
+        return with_retry(self.client, what, call)
+
+    def clock(self, *, refresh: bool = False) -> ServerClock:
+        """The server clock (resolved once; re-read per batch in the offset fallback)."""
+        if self._clock is None or (refresh and self._clock.zone is None):
+            client = self.client
+            clock = resolve_clock(
+                self.options.source_time_zone,
+                lambda: client.scalar("SELECT CURRENT_TIMEZONE_ID()"),
+                lambda: client.scalar("SELECT DATEDIFF(MINUTE, SYSUTCDATETIME(), SYSDATETIME())"),
+            )
+            if self._clock is not None and clock != self._clock:
+                log.warning(
+                    "the server's UTC offset changed from %+d to %+d min",
+                    self._clock.offset_minutes,
+                    clock.offset_minutes,
+                )
+            self._clock = clock
+        return self._clock
+
+    def _offset(self, commit: Commit, previous_ts: str = "") -> dict[str, str]:
+        utc = self.clock().to_utc(commit.local_time, parse_utc(previous_ts))
+        return make_offset(commit.lsn, format_utc(utc))
+
+    # --- offsets ---
+
+    def initial_offset(self) -> dict[str, str]:
+        """The offset before the first batch, from ``startingLsn`` (already processed)."""
+
+        def call() -> dict[str, str]:
+            start = self.options.starting_lsn
+            if isinstance(start, Lsn):
+                commit = self.client.commit_at_or_before(start)
+                ts = self._offset(commit)["commit_ts"] if commit and commit.lsn == start else ""
+                return make_offset(start, ts)
+            _, siblings = find_instance(self.client)
+            oldest = siblings[0].start_lsn
+            if start == "earliest":
+                return make_offset(oldest.prev() if oldest > ZERO else ZERO, "")
+            newest = self.client.max_commit()
+            if newest is None:
+                return make_offset(ZERO, "")
+            if newest.lsn < oldest:
+                return make_offset(oldest.prev(), "")
+            return self._offset(newest)
+
+        return self._retry("initialOffset", call)
+
+    def latest_offset(self, start: dict[str, str], max_commits: int | None) -> dict[str, str]:
+        """The end of the next batch: after ``start``, at most ``max_commits`` commits, never
+        past ``sys.fn_cdc_get_max_lsn()`` (nor the availableNow target). One query when idle.
+        """
+
+        def call() -> dict[str, str]:
+            begin = offset_lsn(start)
+            newest = self.client.max_commit()
+            self.seen.newest = newest
+            cap = newest
+            if self.target is not None and (cap is None or self.target.lsn < cap.lsn):
+                cap = self.target
+            if cap is None or cap.lsn <= begin:
+                return make_offset(begin, offset_time(start))
+            end = cap
+            if max_commits is not None:
+                nth = self.client.nth_commit(begin, max_commits, cap.lsn)
+                end = nth if nth is not None else cap
+            return self._offset(end, offset_time(start))
+
+        return self._retry("latestOffset", call)
+
+    def reported_offset(self) -> dict[str, str] | None:
+        """The newest offset the last ``latest_offset`` saw (no query)."""
+        newest = self.seen.newest
+        return None if newest is None else self._offset(newest)
+
+    def prepare_available_now(self) -> None:
+        """Record ``max_lsn`` now as the end of an availableNow run."""
+
+        def call() -> None:
+            self.target = self.client.max_commit()
+
+        self._retry("prepareForTriggerAvailableNow", call)
+
+    # --- planning ---
+
+    def _column_types(self, instance: str) -> dict[str, str]:
+        if instance not in self._types:
+            self._types[instance] = {
+                c.name.lower(): c.data_type for c in self.client.captured_columns(instance)
+            }
+        return self._types[instance]
+
+    def plan(self, start: dict[str, str], end: dict[str, str]) -> list[ChangeRange]:
+        """The partitions of the batch ``start < lsn <= end``: retention checked first."""
+        low, high = offset_lsn(start).next(), offset_lsn(end)
+        if offset_lsn(end) <= offset_lsn(start):
+            return []
+        return self._retry("partitions", lambda: self._plan(start, end, low, high))
+
+    def _plan(
+        self, start: dict[str, str], end: dict[str, str], low: Lsn, high: Lsn
+    ) -> list[ChangeRange]:
+        clock = self.clock(refresh=True)
+        _, siblings = find_instance(self.client)
+        oldest = siblings[0]
+        if low < oldest.start_lsn:
+            lost_to = self.client.first_commit_from(oldest.start_lsn)
+            lost_to_ts = format_utc(clock.to_utc(lost_to.local_time)) if lost_to else ""
+            if self.options.fail_on_data_loss:
+                raise data_loss_error(
+                    oldest.name,
+                    low,
+                    oldest.start_lsn,
+                    lost_from_ts=offset_time(start),
+                    lost_to_ts=lost_to_ts,
+                )
+            record_skip(
+                oldest.name,
+                low,
+                oldest.start_lsn,
+                certain=True,
+                metrics_path=self.options.metrics_path,
+                lost_from_ts=offset_time(start),
+                lost_to_ts=lost_to_ts,
+            )
+            low = oldest.start_lsn
+        segments = instance_segments([(i.name, i.start_lsn) for i in siblings], low, high)
+        ranges: list[tuple[str, Lsn, Lsn]] = []
+        for name, seg_low, seg_high in segments:
+            total = self.client.change_rows(name, seg_low, seg_high)
+            parts = partition_count(total, self.max_partitions, self.min_rows)
+            counts = self.client.rows_per_commit(name, seg_low, seg_high) if parts > 1 else []
+            ranges += [(name, lo, hi) for lo, hi in split_commits(counts, seg_low, seg_high, parts)]
+        if not ranges:
+            ranges = [(siblings[-1].name, low, high)]
+        captured = [c for c in self.columns if c.name not in _METADATA]
+        out = []
+        for index, (name, lo, hi) in enumerate(ranges):
+            types = self._column_types(name)
+            columns = tuple(
+                (c.name, types[c.name.lower()]) for c in captured if c.name.lower() in types
+            )
+            last = index == len(ranges) - 1
+            out.append(
+                ChangeRange(
+                    index=index,
+                    capture_instance=name,
+                    from_lsn=str(lo),
+                    to_lsn=str(hi),
+                    columns=columns,
+                    previous_commit_ts=offset_time(start) if index == 0 else "",
+                    last=last,
+                    end_lsn=str(high) if last else "",
+                    end_commit_ts=offset_time(end) if last else "",
+                    zone=clock.zone or "",
+                    offset_minutes=clock.offset_minutes,
+                )
+            )
+        return out
+
+
+_METADATA = frozenset(
+    {"_capture_instance", "_start_lsn", "_seqval", "_operation", "_command_id", "_commit_ts"}
+)

@@ -1,0 +1,78 @@
+"""Data loss: the message, the WARNING and the ``data_skipped`` event (compat-reference 5.4).
+
+CDC cleanup deletes change rows by age, whatever a reader still needs. The stream checks twice
+per range: on the driver before planning (the first LSN to read is below the capture
+instance's ``min_lsn``), and in each task after its read (cleanup ran meanwhile; the change
+table silently returns what is left).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from mssql_cdc._metrics import metrics_dir
+from mssql_cdc._native import Lsn
+from mssql_cdc.errors import DataLossError
+
+__all__ = ["data_loss_error", "record_skip"]
+
+log = logging.getLogger("mssql_cdc.source")
+
+
+def _range_text(first: Lsn, min_lsn: Lsn, lost_from_ts: str, lost_to_ts: str) -> str:
+    times = ""
+    if lost_from_ts or lost_to_ts:
+        times = f", commits after {lost_from_ts or '?'} up to {lost_to_ts or '?'} (UTC)"
+    return f"LSNs {first} to {min_lsn.prev()}{times}"
+
+
+def data_loss_error(
+    capture_instance: str,
+    first: Lsn,
+    min_lsn: Lsn,
+    *,
+    lost_from_ts: str = "",
+    lost_to_ts: str = "",
+) -> DataLossError:
+    """The ``DataLossError`` for changes from ``first`` that CDC no longer holds."""
+    return DataLossError(
+        f"{capture_instance}: change data from {first} is gone (min_lsn is now {min_lsn}): "
+        f"purged by CDC cleanup, or held only by a capture instance disabled before the "
+        f"stream read it; lost {_range_text(first, min_lsn, lost_from_ts, lost_to_ts)}. "
+        "A re-snapshot is required. Set failOnDataLoss=false to skip ahead (loses changes)."
+    )
+
+
+def record_skip(
+    capture_instance: str,
+    first: Lsn,
+    min_lsn: Lsn,
+    *,
+    certain: bool,
+    metrics_path: str | None,
+    lost_from_ts: str = "",
+    lost_to_ts: str = "",
+    reason: str | None = None,
+) -> None:
+    """Log the WARNING for a skip under ``failOnDataLoss=false`` and write the ``data_skipped``
+    event file when ``metrics_path`` is set (never fails the read)."""
+    log.warning(
+        "%s: failOnDataLoss=false: skipping %s that CDC no longer holds (%s)",
+        capture_instance,
+        _range_text(first, min_lsn, lost_from_ts, lost_to_ts),
+        "found before planning" if certain else "found by a task after its read",
+    )
+    if not metrics_path:
+        return
+    payload: dict[str, object] = {
+        "from": str(first),
+        "to": str(min_lsn.prev()),
+        "certain": certain,
+        "capture_instance": capture_instance,
+    }
+    if reason is not None:
+        payload["reason"] = reason
+    try:
+        metrics_dir(metrics_path).write_event("data_skipped", f"{first}-{min_lsn}", payload)
+    except ValueError as exc:
+        log.warning("could not write the data_skipped event: %s", exc)
