@@ -1,0 +1,459 @@
+"""Finalization: the completeness verdict of a CDC-fed table, in a control table.
+
+``finalized_until`` says every period ending at or before it is complete: the stream has read
+past it and, since batches never pass ``sys.fn_cdc_get_max_lsn()`` and capture writes in commit
+order, no commit at or before it can still arrive (reference/compat-reference.md sections 1.12,
+4.3 and 5.6; ADR 0012). The verdict is the commit time of a batch's end offset truncated to the
+granularity, and it only moves forward.
+
+* :func:`advance` MERGEs a batch end into the control table (batch mode: after an availableNow
+  run, with :func:`end_offset_from_progress` of ``query.lastProgress``);
+* :func:`track` advances after every batch of a running query (continuous mode) from a
+  ``StreamingQueryListener`` that hands progress to one worker thread;
+* :func:`finalized_until`, :func:`is_final` read the verdict; :func:`candidate` computes one.
+
+Everything runs on the driver. Times are naive ``datetime`` in UTC (TIMESTAMP_NTZ). Logs go to
+``mssql_cdc.finalization``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from mssql_cdc.sink.comments import (
+    CONTROL_COLUMNS,
+    CONTROL_SCHEMA_VERSION,
+    CONTROL_TABLE_COMMENT,
+)
+from mssql_cdc.sink.facts import parse_utc, utc_now
+from mssql_cdc.sink.tables import TableRef, create_table, table_ref
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.streaming.listener import (
+        QueryIdleEvent,
+        QueryProgressEvent,
+        QueryStartedEvent,
+        QueryTerminatedEvent,
+        StreamingQueryListener,
+    )
+    from pyspark.sql.streaming.query import StreamingQuery
+
+__all__ = [
+    "GRANULARITIES",
+    "FinalizationListener",
+    "advance",
+    "candidate",
+    "end_offset_from_progress",
+    "finalized_until",
+    "is_final",
+    "track",
+]
+
+log = logging.getLogger("mssql_cdc.finalization")
+
+GRANULARITIES = ("minute", "hour", "day")
+
+#: how long :func:`advance` retries a MERGE that lost a concurrent-commit conflict
+RETRY_SECONDS = 60.0
+#: at most one WARNING per this many seconds while the tracker keeps failing
+_WARN_EVERY_SECONDS = 600.0
+
+_CONFLICTS = (
+    "ConcurrentAppendException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentDeleteDeleteException",
+    "ConcurrentTransactionException",
+    "ConcurrentWriteException",
+    "MetadataChangedException",
+    "ProtocolChangedException",
+    "DeltaConcurrentModificationException",
+)
+
+_sleep = time.sleep  # tests replace it
+_monotonic = time.monotonic
+
+_SOURCE_DDL = (
+    "table_name STRING, finalized_until TIMESTAMP_NTZ, end_lsn STRING, "
+    "end_commit_ts TIMESTAMP_NTZ, updated_at TIMESTAMP_NTZ"
+)
+
+
+def _granularity(granularity: str) -> str:
+    value = granularity.lower() if isinstance(granularity, str) else granularity
+    if value not in GRANULARITIES:
+        raise ValueError(
+            f"granularity {granularity!r} is not one of {', '.join(map(repr, GRANULARITIES))}"
+        )
+    return str(value)
+
+
+def candidate(
+    end_offset: Mapping[str, Any] | None, *, granularity: str = "hour"
+) -> datetime | None:
+    """The verdict a batch end allows: its ``commit_ts`` truncated to the granularity.
+
+    Args:
+        end_offset: an offset mapping with ``lsn`` and ``commit_ts`` (ISO-8601 UTC), or None.
+        granularity: ``"minute"``, ``"hour"`` or ``"day"`` (any case).
+
+    Returns:
+        Naive UTC ``datetime``; ``None`` for a ``None`` offset.
+
+    Raises:
+        ValueError: an unknown granularity, or an offset without a readable ``commit_ts``.
+    """
+    unit = _granularity(granularity)
+    if end_offset is None:
+        return None
+    commit_ts = parse_utc(end_offset.get("commit_ts"))
+    if commit_ts is None:
+        raise ValueError(f"end offset {dict(end_offset)!r} has no ISO-8601 commit_ts")
+    out = commit_ts.replace(second=0, microsecond=0)
+    if unit in ("hour", "day"):
+        out = out.replace(minute=0)
+    if unit == "day":
+        out = out.replace(hour=0)
+    return out
+
+
+def end_offset_from_progress(progress: object, *, source_index: int = 0) -> dict[str, str] | None:
+    """The end offset of one source in a ``StreamingQueryProgress``.
+
+    Args:
+        progress: ``query.lastProgress`` or a listener event's ``progress`` (a mapping, an
+            object with ``.json``, or JSON text); ``None`` gives ``None``.
+        source_index: which of ``progress["sources"]``.
+
+    Returns:
+        ``{"lsn": ..., "commit_ts": ...}``, or ``None`` when there is no progress, no such
+        source or no end offset yet.
+    """
+    if progress is None:
+        return None
+    data: Any
+    if isinstance(progress, Mapping):
+        data = progress
+    elif isinstance(progress, str):
+        data = json.loads(progress)
+    else:
+        raw = getattr(progress, "json", None)
+        data = json.loads(raw() if callable(raw) else raw) if raw is not None else None
+    if not isinstance(data, Mapping):
+        return None
+    sources = data.get("sources") or []
+    if not 0 <= source_index < len(sources):
+        return None
+    end = sources[source_index].get("endOffset")
+    if isinstance(end, str):
+        end = None if end.strip() in ("", "None", "null") else json.loads(end)
+    if not isinstance(end, Mapping) or "lsn" not in end or "commit_ts" not in end:
+        return None
+    return {"lsn": str(end["lsn"]), "commit_ts": str(end["commit_ts"])}
+
+
+def _ensure_control(spark: SparkSession, ref: TableRef) -> None:
+    if not ref.exists(spark):
+        create_table(
+            spark,
+            ref,
+            CONTROL_COLUMNS,
+            CONTROL_TABLE_COMMENT,
+            {"mssql_cdc.schema_version": str(CONTROL_SCHEMA_VERSION)},
+        )
+
+
+def _is_conflict(exc: BaseException) -> bool:
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    text = str(exc)
+    return any(name in names or name in text for name in _CONFLICTS)
+
+
+def finalized_until(spark: SparkSession, control_table: str, table_name: str) -> datetime | None:
+    """The verdict of ``table_name`` (naive UTC), or ``None`` before the first one (or when
+    the control table does not exist)."""
+    ref = table_ref(control_table, "control_table")
+    if not ref.exists(spark):
+        return None
+    from pyspark.sql import functions as sf
+
+    row = (
+        ref.read(spark).where(sf.col("table_name") == table_name).select("finalized_until").first()
+    )
+    return None if row is None else row["finalized_until"]
+
+
+def is_final(
+    spark: SparkSession, control_table: str, table_name: str, period_end: datetime
+) -> bool:
+    """True when the period ending at ``period_end`` is complete (``period_end <=
+    finalized_until``); an aware ``period_end`` is converted to UTC, a naive one is UTC."""
+    if period_end.tzinfo is not None:
+        period_end = period_end.astimezone(timezone.utc).replace(tzinfo=None)
+    verdict = finalized_until(spark, control_table, table_name)
+    return verdict is not None and period_end <= verdict
+
+
+def advance(
+    spark: SparkSession,
+    control_table: str,
+    table_name: str,
+    end_offset: Mapping[str, Any] | None,
+    *,
+    granularity: str = "hour",
+) -> datetime | None:
+    """Moves ``table_name``'s verdict forward to the candidate of ``end_offset``.
+
+    Creates the control table if needed, then MERGEs on ``table_name``: inserts the row, or
+    updates it only when the candidate is later (or the verdict is NULL). Call it only after the
+    batch's data is committed. A MERGE that loses a concurrent-commit conflict is retried with
+    backoff for up to :data:`RETRY_SECONDS`.
+
+    Args:
+        control_table: control table name or path.
+        table_name: the row's key, usually the target exactly as passed to the sink.
+        end_offset: ``{"lsn", "commit_ts"}`` of a committed batch's end; ``None`` only reads.
+        granularity: ``"minute"``, ``"hour"`` (default) or ``"day"``.
+
+    Returns:
+        The verdict after the MERGE (naive UTC), ``None`` before the first one.
+
+    Raises:
+        ValueError: bad granularity or offset.
+        Exception: a MERGE failure other than a conflict, or a conflict still losing after
+            :data:`RETRY_SECONDS`.
+    """
+    proposed = candidate(end_offset, granularity=granularity)
+    ref = table_ref(control_table, "control_table")
+    _ensure_control(spark, ref)
+    current = finalized_until(spark, control_table, table_name)
+    if proposed is None or end_offset is None or (current is not None and current >= proposed):
+        return current
+    source = spark.createDataFrame(
+        [
+            (
+                table_name,
+                proposed,
+                str(end_offset.get("lsn")),
+                parse_utc(end_offset.get("commit_ts")),
+                utc_now(),
+            )
+        ],
+        _SOURCE_DDL,
+    )
+    deadline, delay = _monotonic() + RETRY_SECONDS, 0.25
+    while True:
+        try:
+            _merge(spark, ref, source)
+            break
+        except Exception as exc:
+            if not _is_conflict(exc) or _monotonic() + delay > deadline:
+                raise
+            log.info(
+                "advance %s: MERGE lost a concurrent commit; retrying in %.2fs", table_name, delay
+            )
+            _sleep(delay)
+            delay = min(delay * 2, 8.0)
+    return finalized_until(spark, control_table, table_name)
+
+
+def _merge(spark: SparkSession, ref: TableRef, source: DataFrame) -> None:
+    columns = ("table_name", "finalized_until", "end_lsn", "end_commit_ts", "updated_at")
+    values: dict[str, str | Column] = {c: f"s.{c}" for c in columns}
+    (
+        ref.delta_table(spark)
+        .alias("t")
+        .merge(source.alias("s"), "t.table_name = s.table_name")
+        .whenMatchedUpdate(
+            condition="t.finalized_until IS NULL OR t.finalized_until < s.finalized_until",
+            set={c: v for c, v in values.items() if c != "table_name"},
+        )
+        .whenNotMatchedInsert(values=values)
+        .execute()
+    )
+
+
+class FinalizationListener:
+    """Advances a table's verdict after every batch of one query run (made by :func:`track`).
+
+    The Spark listener only hands the newest progress to a worker thread (no Spark work on the
+    listener bus); a newer progress replaces a waiting one and an end offset already applied is
+    skipped. Failures never touch the query: ``last_error`` and ``failures`` record them, the
+    first of a streak is logged at ERROR, then at most one WARNING per 10 minutes, and the next
+    progress retries. At the query's termination the worker applies what is left, stops and
+    removes the listener.
+
+    Attributes:
+        last_error: the exception of the last attempt, ``None`` once one succeeds.
+        failures: consecutive failed attempts.
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        run_id: str,
+        control_table: str,
+        table_name: str,
+        *,
+        granularity: str = "hour",
+    ) -> None:
+        self.spark = spark
+        self.run_id = str(run_id)
+        self.control_table = control_table
+        self.table_name = table_name
+        self.granularity = _granularity(granularity)
+        self.last_error: BaseException | None = None
+        self.failures = 0
+        self._cond = threading.Condition()
+        self._pending: dict[str, str] | None = None
+        self._applied: dict[str, str] | None = None
+        self._terminated = False
+        self._last_warning = float("-inf")
+        self.spark_listener = _spark_listener(self)
+        self._thread = threading.Thread(
+            target=self._run, name=f"mssql_cdc-finalization-{table_name}", daemon=True
+        )
+        self._thread.start()
+
+    def __repr__(self) -> str:
+        return (
+            f"FinalizationListener(run_id={self.run_id!r}, table_name={self.table_name!r}, "
+            f"failures={self.failures})"
+        )
+
+    def offer(self, progress: object) -> None:
+        """Hands a progress to the worker (cheap; safe on the listener bus)."""
+        end = end_offset_from_progress(progress)
+        if end is None:
+            return
+        with self._cond:
+            if end != self._applied:
+                self._pending = end
+                self._cond.notify()
+
+    def finish(self) -> None:
+        """The query ended: apply what is waiting, then stop."""
+        with self._cond:
+            self._terminated = True
+            self._cond.notify()
+
+    def join(self, *, timeout: float | None = None) -> bool:
+        """Waits for the worker to stop; ``False`` when ``timeout`` seconds passed first."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._pending is None and not self._terminated:
+                    self._cond.wait()
+                end, self._pending = self._pending, None
+                stop = self._terminated and end is None
+            if stop:
+                break
+            if end is not None:
+                self._apply(end)
+        try:
+            self.spark.streams.removeListener(self.spark_listener)
+        except Exception as exc:  # the session may be gone
+            log.debug("could not remove the finalization listener: %s", exc)
+
+    def _apply(self, end: dict[str, str]) -> None:
+        try:
+            advance(
+                self.spark, self.control_table, self.table_name, end, granularity=self.granularity
+            )
+        except Exception as exc:
+            self.last_error = exc
+            self.failures += 1
+            now = _monotonic()
+            if self.failures == 1:
+                log.exception(
+                    "finalization of %s failed; retried at the next progress", self.table_name
+                )
+                self._last_warning = now
+            elif now - self._last_warning >= _WARN_EVERY_SECONDS:
+                log.warning(
+                    "finalization of %s still failing (%d attempts): %s",
+                    self.table_name,
+                    self.failures,
+                    exc,
+                )
+                self._last_warning = now
+            return
+        self.last_error, self.failures = None, 0
+        with self._cond:
+            self._applied = end
+
+
+def _run_id(progress: object) -> str | None:
+    if isinstance(progress, Mapping):
+        value = progress.get("runId")
+    else:
+        value = getattr(progress, "runId", None)
+    return None if value is None else str(value)
+
+
+def _spark_listener(owner: FinalizationListener) -> StreamingQueryListener:
+    """A ``StreamingQueryListener`` forwarding ``owner``'s run's events (pyspark imported here,
+    so importing this module does not need it)."""
+    from pyspark.sql.streaming.listener import StreamingQueryListener
+
+    class _Listener(StreamingQueryListener):
+        def onQueryStarted(self, event: QueryStartedEvent) -> None:  # noqa: N802 (PySpark's name)
+            pass
+
+        def onQueryProgress(self, event: QueryProgressEvent) -> None:  # noqa: N802
+            if _run_id(event.progress) == owner.run_id:
+                owner.offer(event.progress)
+
+        def onQueryIdle(self, event: QueryIdleEvent) -> None:  # noqa: N802
+            pass
+
+        def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:  # noqa: N802
+            if str(event.runId) == owner.run_id:
+                owner.finish()
+
+    return _Listener()
+
+
+def track(
+    spark: SparkSession,
+    query: StreamingQuery | str,
+    control_table: str,
+    table_name: str,
+    *,
+    granularity: str = "hour",
+) -> FinalizationListener:
+    """Advances ``table_name``'s verdict after every batch of ``query`` (continuous mode).
+
+    Creates the control table, registers a listener for this run of the query (a restarted
+    query needs a new ``track``), offers ``query.lastProgress`` at once, and when the query has
+    already stopped applies that and stops.
+
+    Args:
+        query: a ``StreamingQuery``, or the name of an active one.
+
+    Raises:
+        ValueError: no active query has that name, or a bad granularity.
+    """
+    if isinstance(query, str):
+        found = [q for q in spark.streams.active if q.name == query]
+        if not found:
+            raise ValueError(f"no active streaming query is named {query!r}")
+        query = found[0]
+    _ensure_control(spark, table_ref(control_table, "control_table"))
+    listener = FinalizationListener(
+        spark, str(query.runId), control_table, table_name, granularity=granularity
+    )
+    spark.streams.addListener(listener.spark_listener)
+    listener.offer(query.lastProgress)
+    if not query.isActive:
+        listener.finish()
+    return listener

@@ -1,0 +1,262 @@
+"""Column lists and comments of the tables the sink and finalization create.
+
+Pure data, no Spark: each table is a list of ``(name, sql_type, comment)`` in table order plus a
+table comment (reference/compat-reference.md sections 3.2, 4.2 and 4.3, in our own words).
+``docs/sink.md`` describes the same columns; ``tests/sink`` checks the two agree.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BRONZE_COLUMN_COMMENTS",
+    "BRONZE_SCHEMA_VERSION",
+    "BRONZE_TABLE_COMMENT",
+    "CONTROL_COLUMNS",
+    "CONTROL_SCHEMA_VERSION",
+    "CONTROL_TABLE_COMMENT",
+    "FACTS_COLUMNS",
+    "FACTS_SCHEMA_VERSION",
+    "FACTS_TABLE_COMMENT",
+    "SINK_COLUMNS",
+]
+
+#: ``mssql_cdc.schema_version`` of each table kind: the number of migrations the reference
+#: release knows, so its readers accept tables this package creates.
+BRONZE_SCHEMA_VERSION = 2
+FACTS_SCHEMA_VERSION = 12
+CONTROL_SCHEMA_VERSION = 4
+
+BRONZE_TABLE_COMMENT = (
+    "Change rows read from SQL Server CDC and appended by mssql_cdc's delta_sink; rows are never "
+    "updated or deleted here. Each change is one row and an update is two (operation 3 holds "
+    "the row before, 4 the row after). Order changes by _start_lsn, then _command_id, _seqval "
+    "and _operation. Rows with operation 0 are a snapshot of the table, named by _snapshot: "
+    "rebuild from the newest snapshot and apply the changes after it. A chunked snapshot stamps "
+    "each chunk with the LSN taken before reading it (see _chunk). A column a newer capture "
+    "instance adds is appended at the end (NULL on older rows); a column the source drops stays, "
+    "NULL from then on."
+)
+
+#: (name, type, comment) of the sink-added columns, appended after the captured columns.
+SINK_COLUMNS: list[tuple[str, str, str]] = [
+    (
+        "_batch_id",
+        "INT",
+        "Micro-batch that appended the row; together with the sink's app_id it is the key of "
+        "the batch's row in the facts table. NULL on snapshot rows.",
+    ),
+    (
+        "_snapshot",
+        "STRING",
+        "On snapshot rows (operation 0), the LSN of the snapshot the row belongs to, where its "
+        "stream generation starts. NULL on change rows.",
+    ),
+    (
+        "_chunk",
+        "INT",
+        "On rows of a chunked snapshot, the chunk's number; with _snapshot the key of its "
+        "snapshot_chunk facts row. NULL otherwise.",
+    ),
+]
+
+BRONZE_COLUMN_COMMENTS: dict[str, str] = {
+    "_capture_instance": (
+        "CDC capture instance the change was read from; after a switch, the newer instance. "
+        "On snapshot rows, the instance the snapshot was taken for."
+    ),
+    "_start_lsn": (
+        "Commit LSN of the source transaction as 0x plus 20 uppercase hex digits. Every row of a "
+        "transaction has the same value and text order is commit order. On snapshot rows, the "
+        "LSN recorded before the table (or chunk) was read: the row is at least that recent."
+    ),
+    "_seqval": (
+        "Position of the change in the transaction log, same format as _start_lsn. Use it only "
+        "to break ties. NULL on snapshot rows."
+    ),
+    "_operation": (
+        "What the row is: 1 delete, 2 insert, 3 update (row before), 4 update (row after), "
+        "0 snapshot row."
+    ),
+    "_command_id": (
+        "Order of the statement inside its transaction, numbered by each capture instance, so "
+        "it orders rows only within one _start_lsn; across instances a change is identified by "
+        "(_start_lsn, _seqval, _operation). NULL on snapshot rows."
+    ),
+    "_commit_ts": (
+        "Commit time of the transaction in UTC (cdc.lsn_time_mapping). On snapshot rows, the "
+        "commit time of their _start_lsn."
+    ),
+    **{name: comment for name, _, comment in SINK_COLUMNS},
+}
+
+FACTS_TABLE_COMMENT = (
+    "One row per micro-batch written by mssql_cdc's delta_sink, empty batches included, so a "
+    "current stream on a quiet table keeps adding rows: counts, LSN and commit-time ranges, the "
+    "batch's end position and timings, and read, retention and lag figures when the reader "
+    "writes metrics. Each bronze commit carries the same counts in its userMetadata until log "
+    "cleanup drops it. Also one row per snapshot, source schema change, capture instance "
+    "switch, skipped range, snapshot open, plan and chunk (column event)."
+)
+
+FACTS_COLUMNS: list[tuple[str, str, str]] = [
+    (
+        "app_id",
+        "STRING",
+        "Sink identity: the txnAppId of the bronze write. Stays the same for the life of one "
+        "checkpoint.",
+    ),
+    (
+        "batch_id",
+        "BIGINT",
+        "Micro-batch id; with app_id the idempotency key. Also set on schema_change, "
+        "capture_instance_switched and data_skipped rows; NULL on snapshot events.",
+    ),
+    (
+        "rows",
+        "BIGINT",
+        "Change rows written, every operation; 0 for an empty batch. On bootstrap and "
+        "resnapshot rows the snapshot's rows, on snapshot_chunk the chunk's, 0 on other events.",
+    ),
+    ("min_lsn", "STRING", "Smallest commit LSN in the batch; on events, the event's LSN."),
+    ("max_lsn", "STRING", "Largest commit LSN in the batch; the hex text sorts in LSN order."),
+    ("min_commit_ts", "TIMESTAMP_NTZ", "Earliest commit time in the batch, UTC."),
+    (
+        "max_commit_ts",
+        "TIMESTAMP_NTZ",
+        "Latest commit time in the batch, UTC; written_at minus it is the ingestion latency.",
+    ),
+    ("deletes", "BIGINT", "Rows with operation 1 (delete)."),
+    ("inserts", "BIGINT", "Rows with operation 2 (insert)."),
+    (
+        "updates",
+        "BIGINT",
+        "Updates, counted once by their row after (operation 4); operation 3 is not counted.",
+    ),
+    ("started_at", "TIMESTAMP_NTZ", "When the sink started the batch, UTC."),
+    (
+        "duration_ms",
+        "BIGINT",
+        "Milliseconds from started_at to the end of the bronze write (the read, the counts and "
+        "the append); offset planning and Spark's checkpoint commit are outside it.",
+    ),
+    (
+        "source_rtt_ms",
+        "DOUBLE",
+        "Median over the batch's partitions of one round trip to SQL Server each made before "
+        "reading.",
+    ),
+    (
+        "read_seconds",
+        "DOUBLE",
+        "Task-seconds the partitions spent reading, Spark consuming the rows included.",
+    ),
+    ("read_mb", "DOUBLE", "Megabytes of Arrow data read, after casting, summed over partitions."),
+    (
+        "network_wait_ms",
+        "BIGINT",
+        "ASYNC_NETWORK_IO wait of the partitions' sessions, summed; close to read_seconds * 1000 "
+        "means the read was network-bound.",
+    ),
+    (
+        "retention_watermark_ts",
+        "TIMESTAMP_NTZ",
+        "Commit time of the capture instance's oldest held LSN (sys.fn_cdc_get_min_lsn) after "
+        "the read, UTC.",
+    ),
+    (
+        "retention_headroom_hours",
+        "DOUBLE",
+        "Hours from the retention watermark to end_commit_ts: about the retention period when "
+        "current, 0 when the next changes are being purged.",
+    ),
+    (
+        "event",
+        "STRING",
+        "NULL on micro-batch rows; otherwise the event: bootstrap, resnapshot, snapshot_open, "
+        "snapshot_plan, snapshot_chunk, schema_change, capture_instance_switched, data_skipped.",
+    ),
+    (
+        "lost_from_ts",
+        "TIMESTAMP_NTZ",
+        "resnapshot: commit time of the last processed offset; data_skipped: of the batch's "
+        "start offset. NULL otherwise.",
+    ),
+    (
+        "lost_to_ts",
+        "TIMESTAMP_NTZ",
+        "resnapshot and data_skipped: commit time of the retention watermark when the loss was "
+        "found. NULL otherwise.",
+    ),
+    (
+        "source_max_commit_ts",
+        "TIMESTAMP_NTZ",
+        "Commit time of sys.fn_cdc_get_max_lsn after the read, UTC.",
+    ),
+    (
+        "capture_lag_seconds",
+        "DOUBLE",
+        "Largest difference over partitions between the partition's UTC clock and "
+        "source_max_commit_ts; minutes on a quiet database without a heartbeat; clock skew "
+        "shifts it.",
+    ),
+    (
+        "ingestion_lag_seconds",
+        "DOUBLE",
+        "source_max_commit_ts minus end_commit_ts in seconds; about 0 when the stream is current.",
+    ),
+    (
+        "end_lsn",
+        "STRING",
+        "LSN of the batch's end offset (at or after max_lsn); on events the event's LSN. NULL "
+        "without metrics.",
+    ),
+    (
+        "end_commit_ts",
+        "TIMESTAMP_NTZ",
+        "Commit time of end_lsn, UTC; headroom and ingestion lag are measured from it.",
+    ),
+    (
+        "detail",
+        "STRING",
+        'Event payload (DDL text, "old -> new", JSON); on micro-batch rows {"warnings": [...]} '
+        "when the reader warned since the previous row.",
+    ),
+    ("target", "STRING", "Table name or path the batch was written to."),
+    (
+        "written_at",
+        "TIMESTAMP_NTZ",
+        "When this row was written, after the bronze commit, UTC.",
+    ),
+]
+
+CONTROL_TABLE_COMMENT = (
+    "Completeness verdict of each CDC-fed table, one row per table: every period ending at or "
+    "before finalized_until is complete. Gate downstream reads on it "
+    "(mssql_cdc.finalization.is_final)."
+)
+
+CONTROL_COLUMNS: list[tuple[str, str, str]] = [
+    ("table_name", "STRING", "Name or path passed to advance(), usually the bronze target; key."),
+    (
+        "finalized_until",
+        "TIMESTAMP_NTZ",
+        "Verdict, UTC: no commit at or before it can still arrive, so every period ending at or "
+        "before it is complete (over a recorded loss gap it means only that nothing more will "
+        "arrive). Only moves forward.",
+    ),
+    ("end_lsn", "STRING", "LSN of the batch end that last moved the verdict."),
+    (
+        "end_commit_ts",
+        "TIMESTAMP_NTZ",
+        "Commit time of end_lsn, UTC; the verdict is this time truncated to the granularity.",
+    ),
+    ("updated_at", "TIMESTAMP_NTZ", "When the verdict last moved, UTC."),
+    ("applied_lsn", "STRING", "Silver rows only: highest bronze change LSN applied."),
+    ("snapshot_lsn", "STRING", "Silver rows only: LSN of the snapshot silver was rebuilt from."),
+    (
+        "open_snapshot_lsn",
+        "STRING",
+        "Silver rows only: LSN of an open chunked snapshot whose chunks are being applied.",
+    ),
+    ("snapshot_wave", "INT", "Silver rows only: last applied wave of open_snapshot_lsn."),
+]

@@ -1,0 +1,370 @@
+"""``delta_sink``: the exactly-once ``foreachBatch`` function that appends a CDC stream's
+micro-batches to a Delta bronze table and records each in the facts table.
+
+Everything runs on the driver, once per micro-batch, in this order (docs/sink.md):
+
+1. started_at; on the first batch of a run (or after a gap in batch ids) the rewind check
+   (``guard``) against what the facts table and Delta's logs record for ``app_id``;
+2. the partition files of earlier attempts are deleted from the metrics directory (this
+   attempt's tasks have not run yet; event files, which planning writes before the sink runs
+   and whose names are keyed, stay);
+3. the batch is read once: ``persist()`` and one aggregation (counts, ranges);
+4. a batch with rows is appended to the target with ``txnAppId=app_id``,
+   ``txnVersion=batch_id`` and the counts as ``userMetadata`` (the table is created first, with
+   comments, if it does not exist);
+5. the facts row plus the batch's event rows are appended in one commit with
+   ``txnAppId=<app_id>#facts``, ``txnVersion=batch_id``;
+6. the metrics directory is cleared.
+
+A crash between any two steps is repaired by Spark replaying the batch: step 4 is skipped by
+Delta when it already landed, step 5 too, and a batch whose facts already landed is skipped
+whole.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from mssql_cdc._metrics import MetricsDir, metrics_dir
+from mssql_cdc.sink.comments import (
+    BRONZE_COLUMN_COMMENTS,
+    BRONZE_SCHEMA_VERSION,
+    BRONZE_TABLE_COMMENT,
+    FACTS_COLUMNS,
+    FACTS_SCHEMA_VERSION,
+    FACTS_TABLE_COMMENT,
+    SINK_COLUMNS,
+)
+from mssql_cdc.sink.counts import count_batch
+from mssql_cdc.sink.facts import (
+    FACTS_DDL,
+    BatchCounts,
+    FoldedMetrics,
+    batch_row,
+    event_rows,
+    fold_metrics,
+    metadata_json,
+    utc_now,
+)
+from mssql_cdc.sink.guard import Recorded, Verdict, check_replay, classify
+from mssql_cdc.sink.tables import TableRef, columns_of, create_table, table_ref, txn_version
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["DeltaSink", "delta_sink"]
+
+log = logging.getLogger("mssql_cdc.sink")
+
+_SINK_NAMES = {name for name, _, _ in SINK_COLUMNS}
+
+
+def delta_sink(
+    target: str,
+    app_id: str,
+    facts_table: str | None = None,
+    *,
+    metrics_path: str | None = None,
+) -> Callable[[DataFrame, int], None]:
+    """Returns the ``foreachBatch`` function that writes a CDC stream into Delta exactly once.
+
+    Args:
+        target: the bronze table: a catalog name (``bronze.orders``), ``delta.`<path>``` or a
+            path. Created by the first batch with rows.
+        app_id: the sink's identity, Delta's ``txnAppId``; keep it for the life of the
+            checkpoint and give a new checkpoint a new one.
+        facts_table: table name or path of the facts table (one row per batch, empty ones
+            included, plus event rows); ``None`` writes no facts and cannot detect a rewound
+            checkpoint.
+        metrics_path: the reader's ``metricsPath``, used by this stream alone; its files are
+            folded into the facts and deleted.
+
+    Returns:
+        A callable ``(df, batch_id) -> None`` for ``DataStreamWriter.foreachBatch``; it runs on
+        the driver and never connects to SQL Server.
+
+    Raises:
+        TypeError: an argument has the wrong type.
+        ValueError: an empty ``app_id`` or table, ``facts_table`` equal to ``target``, or a
+            ``metrics_path`` that cannot be opened (see ``mssql_cdc._metrics.metrics_dir``).
+            The returned function raises ``ValueError`` on the first batch of a checkpoint that
+            was deleted or rewound under the same ``app_id`` (docs/sink.md).
+    """
+    if not isinstance(app_id, str):
+        raise TypeError(f"app_id must be a str, got {type(app_id).__name__}")
+    if not app_id.strip():
+        raise ValueError("app_id is empty; give the sink a stable name such as 'orders-v1'")
+    target_ref = table_ref(target, "target")
+    facts_ref = None if facts_table is None else table_ref(facts_table, "facts_table")
+    if facts_ref is not None and facts_ref == target_ref:
+        raise ValueError(f"facts_table {facts_table!r} is the target; give it its own table")
+    if metrics_path is not None and not isinstance(metrics_path, str):
+        raise TypeError(f"metrics_path must be a str, got {type(metrics_path).__name__}")
+    metrics = None if metrics_path is None else metrics_dir(metrics_path)
+    return DeltaSink(target_ref, app_id, facts_ref, metrics)
+
+
+class DeltaSink:
+    """The ``foreachBatch`` function :func:`delta_sink` returns (see the module doc).
+
+    Holds per-run state only: the next batch id it expects (a batch with another id is checked
+    against the tables), and whether the tables were seen to exist.
+    """
+
+    def __init__(
+        self,
+        target: TableRef,
+        app_id: str,
+        facts: TableRef | None,
+        metrics: MetricsDir | None,
+    ) -> None:
+        self.target = target
+        self.app_id = app_id
+        self.facts = facts
+        self.metrics = metrics
+        self._expected: int | None = None
+        self._existing: set[TableRef] = set()
+        self._warned_no_metrics = False
+
+    def __repr__(self) -> str:
+        return (
+            f"DeltaSink(target={self.target.text!r}, app_id={self.app_id!r}, "
+            f"facts_table={None if self.facts is None else self.facts.text!r})"
+        )
+
+    @property
+    def facts_app_id(self) -> str:
+        """``txnAppId`` of the facts commits."""
+        return f"{self.app_id}#facts"
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        started_at, clock = utc_now(), time.monotonic()
+        batch_id = int(batch_id)
+        spark = df.sparkSession
+        self._check_columns(df)
+        recorded, verdict = None, Verdict.NEW
+        if self.facts is not None and batch_id != self._expected:
+            recorded = self._recorded(spark)
+            verdict = classify(
+                self.app_id,
+                batch_id,
+                recorded,
+                target=self.target.text,
+                facts_table=self.facts.text,
+            )
+        if self.metrics is not None:
+            self._delete_partition_files(self.metrics)
+        cached = df.persist()
+        try:
+            counts = count_batch(cached)
+            folded = self._fold(counts)
+            if verdict is Verdict.REPLAY:
+                assert recorded is not None
+                assert self.facts is not None
+                check_replay(
+                    self.app_id,
+                    batch_id,
+                    recorded,
+                    max_lsn=counts.max_lsn,
+                    end_lsn=folded.end_lsn,
+                    facts_table=self.facts.text,
+                )
+                log.info(
+                    "%s: micro-batch %d already committed to %s and %s; skipped (replay)",
+                    self.app_id,
+                    batch_id,
+                    self.target.text,
+                    self.facts.text,
+                )
+            else:
+                if recorded is not None and recorded.target_txn == batch_id:
+                    log.info(
+                        "%s: micro-batch %d is already in %s (replay after a crash before its "
+                        "facts commit); writing its facts row",
+                        self.app_id,
+                        batch_id,
+                        self.target.text,
+                    )
+                if counts.rows:
+                    self._append_target(spark, cached, counts, batch_id)
+                duration_ms = round((time.monotonic() - clock) * 1000)
+                if self.facts is not None:
+                    self._append_facts(
+                        spark,
+                        self.facts,
+                        batch_id=batch_id,
+                        counts=counts,
+                        folded=folded,
+                        started_at=started_at,
+                        duration_ms=duration_ms,
+                    )
+                log.debug(
+                    "%s: micro-batch %d: %d rows in %d ms",
+                    self.app_id,
+                    batch_id,
+                    counts.rows,
+                    duration_ms,
+                )
+        finally:
+            cached.unpersist()
+        if self.metrics is not None:
+            self.metrics.clear()
+        self._expected = batch_id + 1
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def _check_columns(self, df: DataFrame) -> None:
+        clash = [c for c in df.columns if c.lower() in _SINK_NAMES]
+        if clash:
+            raise ValueError(
+                f"delta_sink {self.app_id!r}: the batch already has column(s) {clash}, which the "
+                "sink adds; leave them out of the source's columns"
+            )
+
+    def _recorded(self, spark: SparkSession) -> Recorded:
+        """What the facts table and Delta's logs record for this app_id."""
+        assert self.facts is not None
+        facts_last, last_max, last_end = -1, None, None
+        if self._exists(spark, self.facts):
+            from pyspark.sql import functions as sf
+
+            row = (
+                self.facts.read(spark)
+                .where((sf.col("app_id") == self.app_id) & sf.col("event").isNull())
+                .where(sf.col("batch_id").isNotNull())
+                .orderBy(sf.col("batch_id").desc())
+                .select("batch_id", "max_lsn", "end_lsn")
+                .first()
+            )
+            if row is not None:
+                facts_last, last_max, last_end = (
+                    int(row["batch_id"]),
+                    row["max_lsn"],
+                    row["end_lsn"],
+                )
+        return Recorded(
+            facts_last=facts_last,
+            facts_txn=txn_version(spark, self.facts, self.facts_app_id),
+            target_txn=txn_version(spark, self.target, self.app_id),
+            last_max_lsn=last_max,
+            last_end_lsn=last_end,
+        )
+
+    def _delete_partition_files(self, metrics: MetricsDir) -> None:
+        """Deletes ``part-*.json`` files left by earlier attempts of a batch."""
+        import pyarrow.fs as pafs
+
+        try:
+            infos = metrics.fs.get_file_info(pafs.FileSelector(metrics.base, allow_not_found=True))
+        except OSError as exc:
+            log.warning("could not list metrics directory %s: %s", metrics.display, exc)
+            return
+        for info in infos:
+            if info.type == pafs.FileType.File and info.base_name.startswith("part-"):
+                try:
+                    metrics.fs.delete_file(info.path)
+                except OSError as exc:
+                    log.warning("could not delete metrics file %s: %s", info.path, exc)
+
+    def _fold(self, counts: BatchCounts) -> FoldedMetrics:
+        if self.metrics is None:
+            return FoldedMetrics()
+        parts = self.metrics.partitions()
+        if not parts and counts.rows and self.facts is not None and not self._warned_no_metrics:
+            self._warned_no_metrics = True
+            log.warning(
+                "%s: a batch with rows found no metrics file in %s: the reader's metricsPath "
+                "must be this directory, shared by every node; the facts' metric columns stay "
+                "NULL",
+                self.app_id,
+                self.metrics.display,
+            )
+        return fold_metrics(parts)
+
+    def _exists(self, spark: SparkSession, ref: TableRef) -> bool:
+        if ref in self._existing:
+            return True
+        if ref.exists(spark):
+            self._existing.add(ref)
+            return True
+        return False
+
+    def _append_target(
+        self, spark: SparkSession, cached: DataFrame, counts: BatchCounts, batch_id: int
+    ) -> None:
+        from pyspark.sql import functions as sf
+
+        out = (
+            cached.withColumn("_batch_id", sf.lit(batch_id).cast("int"))
+            .withColumn("_snapshot", sf.lit(None).cast("string"))
+            .withColumn("_chunk", sf.lit(None).cast("int"))
+        )
+        if not self._exists(spark, self.target):
+            create_table(
+                spark,
+                self.target,
+                columns_of(out.schema, BRONZE_COLUMN_COMMENTS),
+                BRONZE_TABLE_COMMENT,
+                {"mssql_cdc.schema_version": str(BRONZE_SCHEMA_VERSION)},
+            )
+            self._existing.add(self.target)
+        self.target.append(
+            out,
+            self.app_id,
+            batch_id,
+            metadata_json(counts, self.app_id, batch_id),
+            merge_schema=True,
+        )
+
+    def _append_facts(
+        self,
+        spark: SparkSession,
+        facts: TableRef,
+        *,
+        batch_id: int,
+        counts: BatchCounts,
+        folded: FoldedMetrics,
+        started_at: datetime,
+        duration_ms: int,
+    ) -> None:
+        written_at = utc_now()
+        rows = [
+            batch_row(
+                app_id=self.app_id,
+                batch_id=batch_id,
+                counts=counts,
+                metrics=folded,
+                started_at=started_at,
+                duration_ms=duration_ms,
+                target=self.target.text,
+                written_at=written_at,
+            )
+        ]
+        if self.metrics is not None:
+            rows += event_rows(
+                app_id=self.app_id,
+                batch_id=batch_id,
+                events=self.metrics.events(),
+                target=self.target.text,
+                written_at=written_at,
+            )
+        if not self._exists(spark, facts):
+            create_table(
+                spark,
+                facts,
+                FACTS_COLUMNS,
+                FACTS_TABLE_COMMENT,
+                {"mssql_cdc.schema_version": str(FACTS_SCHEMA_VERSION)},
+            )
+            self._existing.add(facts)
+        facts.append(
+            spark.createDataFrame(rows, FACTS_DDL),
+            self.facts_app_id,
+            batch_id,
+            metadata_json(counts, self.app_id, batch_id),
+            merge_schema=False,
+        )

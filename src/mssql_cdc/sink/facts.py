@@ -1,0 +1,251 @@
+"""Facts rows: a micro-batch's counts and metrics, and its event rows, as plain Python values.
+
+No Spark here: :func:`batch_row` and :func:`event_rows` return tuples in the column order of
+``comments.FACTS_COLUMNS`` (reference/compat-reference.md sections 4.2, 4.2.1, 4.2.2) that the
+sink turns into one DataFrame and appends in one commit. Times are naive ``datetime`` in UTC
+(TIMESTAMP_NTZ).
+
+Event files (``MetricsDir.events()``) are read with these keys: ``kind`` (``schema_change``,
+``capture_instance_switched`` or ``data_skipped``), ``key``, ``lsn`` (the event's LSN),
+``commit_ts`` (its commit time, ISO-8601 UTC), ``detail`` (text, or a JSON value written as
+JSON), and for ``data_skipped`` ``lost_from_ts``/``lost_to_ts`` and, without ``detail``,
+``from``/``to``/``certain``/``reason`` which become its ``{from, to, certain}`` detail.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from mssql_cdc._metrics import PartitionMetrics
+from mssql_cdc.sink.comments import FACTS_COLUMNS
+
+__all__ = [
+    "EVENT_KINDS",
+    "FACTS_DDL",
+    "BatchCounts",
+    "FoldedMetrics",
+    "batch_row",
+    "event_rows",
+    "fold_metrics",
+    "metadata_json",
+    "parse_utc",
+    "utc_now",
+]
+
+log = logging.getLogger("mssql_cdc.sink")
+
+#: the events a micro-batch can carry, written in the batch's own facts commit
+EVENT_KINDS = ("schema_change", "capture_instance_switched", "data_skipped")
+
+#: the facts table's schema as a Spark DDL string, in column order
+FACTS_DDL = ", ".join(f"`{name}` {sql_type}" for name, sql_type, _ in FACTS_COLUMNS)
+
+_FACT_NAMES = [name for name, _, _ in FACTS_COLUMNS]
+
+
+def utc_now() -> datetime:
+    """The current time as a naive UTC ``datetime`` (what TIMESTAMP_NTZ columns hold)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def parse_utc(value: object) -> datetime | None:
+    """An ISO-8601 time (``...Z``, an offset, or naive taken as UTC) as naive UTC; ``None``
+    for ``None`` or text that is not a time."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        parsed = value
+    else:
+        try:
+            parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(timezone.utc).replace(tzinfo=None)
+    return parsed
+
+
+@dataclass(frozen=True)
+class BatchCounts:
+    """What a micro-batch wrote: row counts per operation and its LSN and commit-time ranges
+    (``None`` when ``rows`` is 0)."""
+
+    rows: int
+    min_lsn: str | None = None
+    max_lsn: str | None = None
+    min_commit_ts: datetime | None = None
+    max_commit_ts: datetime | None = None
+    deletes: int = 0
+    inserts: int = 0
+    updates: int = 0
+
+
+def metadata_json(counts: BatchCounts, app_id: str, batch_id: int) -> str:
+    """The bronze commit's ``userMetadata``: the counts plus ``batch_id`` and ``app_id``, times
+    as ISO-8601 with milliseconds."""
+    payload: dict[str, Any] = asdict(counts)
+    payload.update(batch_id=batch_id, app_id=app_id)
+    for key in ("min_commit_ts", "max_commit_ts"):
+        value = payload[key]
+        payload[key] = None if value is None else value.isoformat(timespec="milliseconds")
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass
+class FoldedMetrics:
+    """The metrics files of one batch folded into facts columns (all ``None`` without files)."""
+
+    source_rtt_ms: float | None = None
+    read_seconds: float | None = None
+    read_mb: float | None = None
+    network_wait_ms: int | None = None
+    retention_watermark_ts: datetime | None = None
+    retention_headroom_hours: float | None = None
+    source_max_commit_ts: datetime | None = None
+    capture_lag_seconds: float | None = None
+    ingestion_lag_seconds: float | None = None
+    end_lsn: str | None = None
+    end_commit_ts: datetime | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def detail(self) -> str | None:
+        """``{"warnings": [...]}`` when there are warnings, else ``None``."""
+        return json.dumps({"warnings": self.warnings}) if self.warnings else None
+
+
+def _hours(later: datetime | None, earlier: datetime | None) -> float | None:
+    if later is None or earlier is None:
+        return None
+    return (later - earlier).total_seconds() / 3600.0
+
+
+def fold_metrics(parts: Sequence[PartitionMetrics]) -> FoldedMetrics:
+    """Folds a batch's partition files into the facts' metric columns.
+
+    Median round trip; summed read seconds, megabytes and network wait (``None`` when a
+    partition could not measure its wait); the last partition's (greatest ``to_lsn`` among those
+    marked ``last``) end position, retention watermark and source max commit; the largest
+    capture lag; headroom = end commit - watermark in hours; ingestion lag = source max commit -
+    end commit in seconds; warnings of every partition, each once, in order.
+    """
+    folded = FoldedMetrics()
+    if not parts:
+        return folded
+    rtts = [p.source_rtt_ms for p in parts if p.source_rtt_ms is not None]
+    folded.source_rtt_ms = float(statistics.median(rtts)) if rtts else None
+    reads = [p.read_seconds for p in parts if p.read_seconds is not None]
+    folded.read_seconds = float(sum(reads)) if reads else None
+    sizes = [p.read_mb for p in parts if p.read_mb is not None]
+    folded.read_mb = float(sum(sizes)) if sizes else None
+    waits = [p.network_wait_ms for p in parts]
+    folded.network_wait_ms = None if None in waits else sum(w for w in waits if w is not None)
+    lags = [p.capture_lag_seconds for p in parts if p.capture_lag_seconds is not None]
+    folded.capture_lag_seconds = float(max(lags)) if lags else None
+    for part in parts:
+        for warning in part.warnings:
+            if warning not in folded.warnings:
+                folded.warnings.append(warning)
+    lasts = [p for p in parts if p.last]
+    if lasts:
+        last = max(lasts, key=lambda p: p.to_lsn)
+        folded.end_lsn = last.end_lsn or last.to_lsn
+        folded.end_commit_ts = parse_utc(last.end_commit_ts)
+        folded.retention_watermark_ts = parse_utc(last.retention_watermark_ts)
+        folded.source_max_commit_ts = parse_utc(last.source_max_commit_ts)
+        folded.retention_headroom_hours = _hours(
+            folded.end_commit_ts, folded.retention_watermark_ts
+        )
+        lag_hours = _hours(folded.source_max_commit_ts, folded.end_commit_ts)
+        folded.ingestion_lag_seconds = None if lag_hours is None else lag_hours * 3600.0
+    return folded
+
+
+def _row(values: Mapping[str, Any]) -> tuple[Any, ...]:
+    unknown = set(values) - set(_FACT_NAMES)
+    assert not unknown, unknown
+    return tuple(values.get(name) for name in _FACT_NAMES)
+
+
+def batch_row(
+    *,
+    app_id: str,
+    batch_id: int,
+    counts: BatchCounts,
+    metrics: FoldedMetrics,
+    started_at: datetime,
+    duration_ms: int,
+    target: str,
+    written_at: datetime,
+) -> tuple[Any, ...]:
+    """The micro-batch's facts row (``event`` NULL), in facts column order."""
+    values: dict[str, Any] = asdict(counts)
+    values.update(
+        {k: v for k, v in asdict(metrics).items() if k != "warnings"},
+        app_id=app_id,
+        batch_id=batch_id,
+        started_at=started_at,
+        duration_ms=duration_ms,
+        detail=metrics.detail,
+        target=target,
+        written_at=written_at,
+    )
+    return _row(values)
+
+
+def _detail(event: Mapping[str, Any]) -> str | None:
+    detail = event.get("detail")
+    if detail is None and event.get("kind") == "data_skipped":
+        detail = {k: event[k] for k in ("from", "to", "certain", "reason") if k in event}
+    if detail is None or isinstance(detail, str):
+        return detail
+    return json.dumps(detail, sort_keys=True)
+
+
+def event_rows(
+    *,
+    app_id: str,
+    batch_id: int,
+    events: Sequence[Mapping[str, Any]],
+    target: str,
+    written_at: datetime,
+) -> list[tuple[Any, ...]]:
+    """One facts row per event file, ordered by LSN (reference section 4.2.1): ``rows`` 0,
+    ``min_lsn`` = ``max_lsn`` = ``end_lsn`` = the event's LSN, the commit-time columns its
+    commit time. Files of another kind are skipped with a WARNING."""
+    rows: list[tuple[str, str, tuple[Any, ...]]] = []
+    for event in events:
+        kind = event.get("kind")
+        if kind not in EVENT_KINDS:
+            log.warning("ignoring metrics event file of unknown kind %r", kind)
+            continue
+        lsn = event.get("lsn") or event.get("from")
+        commit_ts = parse_utc(event.get("commit_ts"))
+        values = {
+            "app_id": app_id,
+            "batch_id": batch_id,
+            "rows": 0,
+            "min_lsn": lsn,
+            "max_lsn": lsn,
+            "min_commit_ts": commit_ts,
+            "max_commit_ts": commit_ts,
+            "deletes": 0,
+            "inserts": 0,
+            "updates": 0,
+            "event": kind,
+            "lost_from_ts": parse_utc(event.get("lost_from_ts")),
+            "lost_to_ts": parse_utc(event.get("lost_to_ts")),
+            "end_lsn": lsn,
+            "end_commit_ts": commit_ts,
+            "detail": _detail(event),
+            "target": target,
+            "written_at": written_at,
+        }
+        rows.append((str(lsn or ""), f"{kind}/{event.get('key', '')}", _row(values)))
+    return [row for _, _, row in sorted(rows, key=lambda r: (r[0], r[1]))]
