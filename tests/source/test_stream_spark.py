@@ -147,6 +147,9 @@ def test_purged_changes_fail_the_batch_or_are_skipped(spark, source, emulator, t
     assert len(events) == 1
     assert events[0]["certain"] is True
     assert events[0]["from"] == before[0][0]
+    # the facts row's LSN is where the stream resumed: the first LSN past the lost range
+    assert mssql_cdc.Lsn.parse(events[0]["lsn"]) == mssql_cdc.Lsn.parse(events[0]["to"]).next()
+    assert events[0]["lost_to_ts"]
 
 
 def test_snapshot_source_reads_current_rows_stamped_with_max_lsn(spark, source):

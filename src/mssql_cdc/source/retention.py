@@ -69,7 +69,13 @@ def record_skip(
         "to": str(min_lsn.prev()),
         "certain": certain,
         "capture_instance": capture_instance,
+        # the facts row's min_lsn = max_lsn: where the stream resumed (compat-reference 4.2.1)
+        "lsn": str(min_lsn),
     }
+    if lost_from_ts:
+        payload["lost_from_ts"] = lost_from_ts
+    if lost_to_ts:
+        payload["lost_to_ts"] = lost_to_ts
     if reason is not None:
         payload["reason"] = reason
     try:
