@@ -18,6 +18,7 @@ static PyObject *ErrSqlServer, *ErrLogin, *ErrConnectionLost, *ErrTls, *ErrTimeo
 
 typedef struct {
   PyObject_HEAD mc_conn *conn;
+  PyThread_type_lock lock; /* serialises every use of conn across threads */
   double query_timeout;
   uint64_t generation; /* bumped by every execute: older results are superseded */
 } ConnectionObject;
@@ -32,6 +33,21 @@ typedef struct {
 
 static PyTypeObject ConnectionType;
 static PyTypeObject ResultType;
+
+static void stream_capsule_destructor(PyObject *capsule);
+
+/* pyarrow.RecordBatchReader (a borrowed-forever reference after the first call), or NULL with an
+ * exception set. */
+static PyObject *PyArrowReaderType(void) {
+  static PyObject *reader_type = NULL;
+  if (reader_type == NULL) {
+    PyObject *pa = PyImport_ImportModule("pyarrow");
+    if (pa == NULL) return NULL;
+    reader_type = PyObject_GetAttrString(pa, "RecordBatchReader");
+    Py_DECREF(pa);
+  }
+  return reader_type;
+}
 
 /* Raises the exception for status st with err's message; login selects LoginError for a
  * server error. Returns NULL. */
@@ -101,19 +117,46 @@ static int copy_optional_str(PyObject *obj, const char *name, const char **out) 
     return -1;
   }
   *out = PyUnicode_AsUTF8(obj);
-  return *out == NULL ? -1 : 0;
+  if (*out == NULL) {
+    /* The UnicodeEncodeError would carry the whole string (a secret): replace it. */
+    PyErr_Clear();
+    PyErr_Format(PyExc_ValueError, "%s is not valid Unicode text (it holds a lone surrogate)",
+                 name);
+    return -1;
+  }
+  return 0;
+}
+
+/* A timeout argument: None, or a finite number of seconds >= 0. */
+static int timeout_arg(PyObject *obj, const char *name, double *out) {
+  if (obj == Py_None) return 0;
+  double t = PyFloat_AsDouble(obj);
+  if (t == -1.0 && PyErr_Occurred()) return -1;
+  if (!(t >= 0.0) || t > 1e9) { /* also NaN and infinity */
+    PyErr_Format(PyExc_ValueError, "%s must be a finite number of seconds >= 0, got %R", name, obj);
+    return -1;
+  }
+  *out = t;
+  return 1;
 }
 
 static PyObject *native_connect(PyObject *module, PyObject *args, PyObject *kwargs) {
   (void)module;
   static char *kwlist[] = {"connection_string", "user",          "password", "access_token",
                            "login_timeout",     "query_timeout", NULL};
-  const char *text = NULL;
-  Py_ssize_t text_len = 0;
+  PyObject *text_obj = NULL;
   PyObject *user = NULL, *password = NULL, *token = NULL, *login_timeout = Py_None,
            *query_timeout = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s#|$OOOOO:connect", kwlist, &text, &text_len,
-                                   &user, &password, &token, &login_timeout, &query_timeout)) {
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "U|$OOOOO:connect", kwlist, &text_obj, &user,
+                                   &password, &token, &login_timeout, &query_timeout)) {
+    return NULL;
+  }
+  Py_ssize_t text_len = 0;
+  const char *text = PyUnicode_AsUTF8AndSize(text_obj, &text_len);
+  if (text == NULL) {
+    PyErr_Clear(); /* the UnicodeEncodeError would hold the string, password included */
+    PyErr_SetString(PyExc_ValueError,
+                    "connection_string is not valid Unicode text (it holds a lone surrogate)");
     return NULL;
   }
   mc_conn_params params;
@@ -126,8 +169,19 @@ static PyObject *native_connect(PyObject *module, PyObject *args, PyObject *kwar
     return NULL;
   }
   if (params.unknown_keys[0] != '\0') {
-    if (PyErr_WarnFormat(PyExc_UserWarning, 1, "connection string: unknown keywords ignored: %s",
-                         params.unknown_keys) < 0) {
+    int rc;
+    if (params.has_password) {
+      /* An unbraced ';' in a password makes its tail look like a keyword: never show names
+       * when the string holds a password. */
+      rc = PyErr_WarnEx(PyExc_UserWarning,
+                        "connection string: unknown keywords ignored (names not shown because "
+                        "the string holds a password; a value holding ';' goes in braces)",
+                        1);
+    } else {
+      rc = PyErr_WarnFormat(PyExc_UserWarning, 1, "connection string: unknown keywords ignored: %s",
+                            params.unknown_keys);
+    }
+    if (rc < 0) {
       mc_conn_params_clear(&params);
       return NULL;
     }
@@ -139,26 +193,13 @@ static PyObject *native_connect(PyObject *module, PyObject *args, PyObject *kwar
     mc_conn_params_clear(&params);
     return NULL;
   }
-  if (login_timeout != Py_None) {
-    double t = PyFloat_AsDouble(login_timeout);
-    if (t == -1.0 && PyErr_Occurred()) return NULL;
-    if (t < 0) {
-      mc_conn_params_clear(&params);
-      return PyErr_Format(PyExc_ValueError, "login_timeout must be >= 0 seconds, got %R",
-                          login_timeout);
-    }
-    params.login_timeout_seconds = t;
+  double lt = 0, qt = 0;
+  int has_lt = timeout_arg(login_timeout, "login_timeout", &lt);
+  if (has_lt < 0 || timeout_arg(query_timeout, "query_timeout", &qt) < 0) {
+    mc_conn_params_clear(&params);
+    return NULL;
   }
-  double qt = 0;
-  if (query_timeout != Py_None) {
-    qt = PyFloat_AsDouble(query_timeout);
-    if (qt == -1.0 && PyErr_Occurred()) return NULL;
-    if (qt < 0) {
-      mc_conn_params_clear(&params);
-      return PyErr_Format(PyExc_ValueError, "query_timeout must be >= 0 seconds, got %R",
-                          query_timeout);
-    }
-  }
+  if (has_lt) params.login_timeout_seconds = lt;
   mc_conn *conn = NULL;
   Py_BEGIN_ALLOW_THREADS st = mc_conn_open(&params, &auth, &conn, &err);
   Py_END_ALLOW_THREADS mc_conn_params_clear(&params);
@@ -167,6 +208,13 @@ static PyObject *native_connect(PyObject *module, PyObject *args, PyObject *kwar
   if (self == NULL) {
     mc_conn_close(conn);
     return NULL;
+  }
+  self->conn = NULL;
+  self->lock = PyThread_allocate_lock();
+  if (self->lock == NULL) {
+    mc_conn_close(conn);
+    Py_DECREF(self);
+    return PyErr_NoMemory();
   }
   self->conn = conn;
   self->query_timeout = qt;
@@ -282,12 +330,25 @@ static PyObject *Connection_execute(ConnectionObject *self, PyObject *args, PyOb
   if (convert_params(params_obj, &params, &nparams, &keep) < 0) return NULL;
   mc_exec_options opts = {batch_rows, (size_t)batch_bytes, self->query_timeout};
   mc_error err;
-  mc_status st;
+  mc_status st = MC_OK;
   self->generation++;
-  Py_BEGIN_ALLOW_THREADS st =
-      mc_conn_execute(self->conn, sql, (size_t)sql_len, params, (size_t)nparams, &opts, &err);
+  int closed = 0, has_rows = 0;
+  int64_t affected = -1;
+  Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+  if (self->conn == NULL) {
+    closed = 1;
+  } else {
+    st = mc_conn_execute(self->conn, sql, (size_t)sql_len, params, (size_t)nparams, &opts, &err);
+    has_rows = mc_conn_has_result(self->conn);
+    affected = mc_conn_rows_affected(self->conn);
+  }
+  PyThread_release_lock(self->lock);
   Py_END_ALLOW_THREADS PyMem_Free(params);
   Py_XDECREF(keep);
+  if (closed) {
+    check_open(self);
+    return NULL;
+  }
   if (st != MC_OK) return raise_status(self, st, &err, 0);
   ResultObject *r = PyObject_New(ResultObject, &ResultType);
   if (r == NULL) return NULL;
@@ -295,8 +356,8 @@ static PyObject *Connection_execute(ConnectionObject *self, PyObject *args, PyOb
   r->owner = self;
   r->generation = self->generation;
   r->exported = 0;
-  r->has_rows = mc_conn_has_result(self->conn);
-  r->rows_affected = mc_conn_rows_affected(self->conn);
+  r->has_rows = has_rows;
+  r->rows_affected = affected;
   return (PyObject *)r;
 }
 
@@ -304,19 +365,39 @@ static PyObject *Connection_cancel(ConnectionObject *self, PyObject *unused) {
   (void)unused;
   if (check_open(self) < 0) return NULL;
   mc_error err;
-  mc_status st;
-  Py_BEGIN_ALLOW_THREADS st = mc_conn_cancel(self->conn, &err);
-  Py_END_ALLOW_THREADS if (st != MC_OK) return raise_status(self, st, &err, 0);
+  mc_status st = MC_OK;
+  int closed = 0;
+  Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+  if (self->conn == NULL) {
+    closed = 1;
+  } else {
+    st = mc_conn_cancel(self->conn, &err);
+  }
+  PyThread_release_lock(self->lock);
+  Py_END_ALLOW_THREADS if (closed) {
+    check_open(self);
+    return NULL;
+  }
+  if (st != MC_OK) return raise_status(self, st, &err, 0);
   self->generation++;
   Py_RETURN_NONE;
 }
 
 static PyObject *Connection_close(ConnectionObject *self, PyObject *unused) {
   (void)unused;
-  mc_conn_close(self->conn);
+  if (self->conn == NULL || self->lock == NULL) Py_RETURN_NONE;
+  if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+    /* Another thread is in a request: make its read return, then wait for it to let go. */
+    mc_conn_interrupt(self->conn);
+    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+  }
+  mc_conn *conn = self->conn; /* NULL if another close() won the race */
   self->conn = NULL;
   self->generation++;
-  Py_RETURN_NONE;
+  PyThread_release_lock(self->lock);
+  Py_BEGIN_ALLOW_THREADS mc_conn_close(conn);
+  Py_END_ALLOW_THREADS Py_RETURN_NONE;
 }
 
 static PyObject *Connection_enter(PyObject *self, PyObject *unused) {
@@ -334,7 +415,18 @@ static PyObject *Connection_stats(ConnectionObject *self, PyObject *unused) {
   (void)unused;
   if (check_open(self) < 0) return NULL;
   mc_conn_stats s;
-  mc_conn_stats_get(self->conn, &s);
+  int closed = 0;
+  Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+  if (self->conn == NULL) {
+    closed = 1;
+  } else {
+    mc_conn_stats_get(self->conn, &s);
+  }
+  PyThread_release_lock(self->lock);
+  Py_END_ALLOW_THREADS if (closed) {
+    check_open(self);
+    return NULL;
+  }
   return Py_BuildValue(
       "{s:K,s:K,s:K,s:K,s:d,s:d}", "bytes_received", (unsigned long long)s.bytes_received,
       "bytes_sent", (unsigned long long)s.bytes_sent, "packets",
@@ -342,33 +434,105 @@ static PyObject *Connection_stats(ConnectionObject *self, PyObject *unused) {
       "network_wait_seconds", s.network_wait_seconds, "decode_seconds", s.decode_seconds);
 }
 
+/* Runs sql and keeps the first row of its first result set (batch_rows = 1), cancelling the
+ * rest, all under the connection's lock, so no other thread's request can come in between. On
+ * MC_OK, *has_row tells whether *schema / *array hold a row (the caller owns them). */
+static mc_status scalar_request(ConnectionObject *self, const char *sql, size_t len,
+                                const mc_param *params, size_t nparams, struct ArrowSchema *schema,
+                                struct ArrowArray *array, int *has_row, mc_error *err) {
+  mc_exec_options opts = {1, 64u << 20, self->query_timeout};
+  *has_row = 0;
+  schema->release = NULL;
+  array->release = NULL;
+  MC_RETURN_NOT_OK(mc_conn_execute(self->conn, sql, len, params, nparams, &opts, err));
+  if (!mc_conn_has_result(self->conn)) return MC_OK;
+  MC_RETURN_NOT_OK(mc_conn_schema(self->conn, schema, err));
+  mc_status st = mc_conn_next_batch(self->conn, array, err);
+  if (st == MC_OK && array->release != NULL) {
+    *has_row = 1;
+    struct ArrowArray more;
+    st = mc_conn_next_batch(self->conn, &more, err); /* usually the end of a one-row result */
+    if (st == MC_OK && more.release != NULL) {
+      more.release(&more);
+      st = mc_conn_cancel(self->conn, err); /* the rest is not needed */
+    }
+  }
+  if (st != MC_OK || !*has_row) {
+    if (array->release != NULL) array->release(array);
+    schema->release(schema);
+    *has_row = 0;
+  }
+  return st;
+}
+
 static PyObject *Connection_scalar(ConnectionObject *self, PyObject *args, PyObject *kwargs) {
-  PyObject *result = Connection_execute(self, args, kwargs);
-  if (result == NULL) return NULL;
+  static char *kwlist[] = {"sql", "params", NULL};
+  const char *sql = NULL;
+  Py_ssize_t sql_len = 0;
+  PyObject *params_obj = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s#|O:scalar", kwlist, &sql, &sql_len,
+                                   &params_obj)) {
+    return NULL;
+  }
+  if (check_open(self) < 0) return NULL;
+  mc_param *params = NULL;
+  Py_ssize_t nparams = 0;
+  PyObject *keep = NULL;
+  if (convert_params(params_obj, &params, &nparams, &keep) < 0) return NULL;
+  struct ArrowSchema schema;
+  struct ArrowArray array;
+  int has_row = 0, closed = 0;
+  mc_error err;
+  mc_status st = MC_OK;
+  self->generation++;
+  Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+  if (self->conn == NULL) {
+    closed = 1;
+  } else {
+    st = scalar_request(self, sql, (size_t)sql_len, params, (size_t)nparams, &schema, &array,
+                        &has_row, &err);
+  }
+  PyThread_release_lock(self->lock);
+  Py_END_ALLOW_THREADS PyMem_Free(params);
+  Py_XDECREF(keep);
+  if (closed) {
+    check_open(self);
+    return NULL;
+  }
+  if (st != MC_OK) return raise_status(self, st, &err, 0);
+  if (!has_row) Py_RETURN_NONE;
+  /* Hand the one row to pyarrow as a stream and take column 0 of row 0. */
+  struct ArrowArrayStream *stream = PyMem_RawCalloc(1, sizeof *stream);
+  if (stream == NULL || mc_arrow_stream_from_arrays(&schema, &array, 1, stream) != MC_OK) {
+    PyMem_RawFree(stream);
+    array.release(&array);
+    schema.release(&schema);
+    return PyErr_NoMemory();
+  }
+  PyObject *capsule = PyCapsule_New(stream, "arrow_array_stream", stream_capsule_destructor);
+  if (capsule == NULL) {
+    stream->release(stream);
+    PyMem_RawFree(stream);
+    return NULL;
+  }
   PyObject *value = NULL;
-  PyObject *pa = PyImport_ImportModule("pyarrow");
-  if (pa != NULL) {
-    PyObject *table = PyObject_CallMethod(pa, "table", "O", result);
+  PyObject *reader =
+      PyObject_CallMethod((PyObject *)PyArrowReaderType(), "_import_from_c_capsule", "O", capsule);
+  Py_DECREF(capsule);
+  if (reader != NULL) {
+    PyObject *table = PyObject_CallMethod(reader, "read_all", NULL);
     if (table != NULL) {
-      PyObject *ncols = PyObject_GetAttrString(table, "num_columns");
-      PyObject *nrows = PyObject_GetAttrString(table, "num_rows");
-      if (ncols != NULL && nrows != NULL && PyLong_AsLong(ncols) > 0 && PyLong_AsLong(nrows) > 0) {
-        PyObject *col = PyObject_CallMethod(table, "column", "i", 0);
-        PyObject *item = col ? PyObject_GetItem(col, PyLong_FromLong(0)) : NULL;
-        value = item ? PyObject_CallMethod(item, "as_py", NULL) : NULL;
-        Py_XDECREF(item);
-        Py_XDECREF(col);
-      } else if (!PyErr_Occurred()) {
-        Py_INCREF(Py_None);
-        value = Py_None;
-      }
-      Py_XDECREF(ncols);
-      Py_XDECREF(nrows);
+      PyObject *col = PyObject_CallMethod(table, "column", "i", 0);
+      PyObject *zero = PyLong_FromLong(0);
+      PyObject *item = (col != NULL && zero != NULL) ? PyObject_GetItem(col, zero) : NULL;
+      value = item ? PyObject_CallMethod(item, "as_py", NULL) : NULL;
+      Py_XDECREF(item);
+      Py_XDECREF(zero);
+      Py_XDECREF(col);
       Py_DECREF(table);
     }
-    Py_DECREF(pa);
+    Py_DECREF(reader);
   }
-  Py_DECREF(result);
   return value;
 }
 
@@ -385,12 +549,19 @@ static PyObject *Connection_get_server_version(ConnectionObject *self, void *clo
 
 static PyObject *Connection_repr(ConnectionObject *self) {
   if (self->conn == NULL) return PyUnicode_FromString("<mssql_cdc._native.Connection closed>");
-  return PyUnicode_FromFormat("<mssql_cdc._native.Connection server %s, database %s>",
-                              mc_conn_server_version(self->conn), mc_conn_database(self->conn));
+  if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+    return PyUnicode_FromString("<mssql_cdc._native.Connection busy>");
+  }
+  PyObject *text =
+      PyUnicode_FromFormat("<mssql_cdc._native.Connection server %s, database %s>",
+                           mc_conn_server_version(self->conn), mc_conn_database(self->conn));
+  PyThread_release_lock(self->lock);
+  return text;
 }
 
 static void Connection_dealloc(ConnectionObject *self) {
-  mc_conn_close(self->conn);
+  mc_conn_close(self->conn); /* no Result holds a reference, so no thread is inside */
+  if (self->lock != NULL) PyThread_free_lock(self->lock);
   PyObject_Free(self);
 }
 
@@ -451,29 +622,35 @@ static int stream_get_schema(struct ArrowArrayStream *stream, struct ArrowSchema
     out->release = empty_schema_release;
     return 0;
   }
+  PyThread_acquire_lock(p->owner->lock, WAIT_LOCK);
+  int rc = 0;
+  mc_error err;
   if (p->owner->conn == NULL || p->owner->generation != p->generation) {
     snprintf(p->last_error, sizeof p->last_error, "the result was superseded or closed");
-    return 5; /* EIO */
-  }
-  mc_error err;
-  if (mc_conn_schema(p->owner->conn, out, &err) != MC_OK) {
+    rc = 5; /* EIO */
+  } else if (mc_conn_schema(p->owner->conn, out, &err) != MC_OK) {
     snprintf(p->last_error, sizeof p->last_error, "%s", err.message);
-    return 5;
+    rc = 5;
   }
-  return 0;
+  PyThread_release_lock(p->owner->lock);
+  return rc;
 }
 
 static int stream_get_next(struct ArrowArrayStream *stream, struct ArrowArray *out) {
   stream_private *p = stream->private_data;
   out->release = NULL;
   if (!p->has_rows) return 0;
+  /* The lock makes a read from another thread, or close(), wait for this one. */
+  PyThread_acquire_lock(p->owner->lock, WAIT_LOCK);
   if (p->owner->conn == NULL || p->owner->generation != p->generation) {
+    PyThread_release_lock(p->owner->lock);
     snprintf(p->last_error, sizeof p->last_error,
              "the result was superseded by a later execute() or the connection was closed");
     return 5;
   }
   mc_error err;
   mc_status st = mc_conn_next_batch(p->owner->conn, out, &err);
+  PyThread_release_lock(p->owner->lock);
   if (st != MC_OK) {
     /* The status name leads so callers can tell a server error from a lost connection. */
     int n = snprintf(p->last_error, sizeof p->last_error, "%s: ", mc_status_name(st));

@@ -132,7 +132,8 @@ static void test_errors_name_the_keyword_and_what_is_allowed(void **state) {
   expect_error("Server=h\\SQLEXPRESS", "Server=host,port");
   expect_error("Server=", "allowed: host or host,port");
   expect_error("ApplicationIntent=Sometimes", "ReadOnly, ReadWrite");
-  expect_error("justtext", "'justtext' has no '='");
+  expect_error("justtext", "attribute at offset 0 has no '='");
+  expect_error("PWD=abc;secretTail", "offset 8 has no '='");
   expect_error("=value", "no key");
   expect_error("PWD={open", "has no closing '}'");
   expect_error("PWD={a}b", "unexpected text after the braced value of 'PWD'");
@@ -140,7 +141,8 @@ static void test_errors_name_the_keyword_and_what_is_allowed(void **state) {
 
 static void test_password_is_never_quoted(void **state) {
   (void)state;
-  const char *secrets[] = {"PWD={hunter2", "PWD={hunter2}x", "Password={hunter2}}"};
+  const char *secrets[] = {"PWD={hunter2", "PWD={hunter2}x", "Password={hunter2}}",
+                           "PWD=abc;hunter2"};
   for (size_t i = 0; i < sizeof secrets / sizeof secrets[0]; i++) {
     mc_conn_params p;
     mc_conn_params_init(&p);

@@ -146,8 +146,11 @@ def test_bad_connection_strings_are_value_errors():
         _native.connect("Server=h;Encrypt=maybe")
     with pytest.raises(ValueError, match="Server is required"):
         _native.connect("Database=x;Encrypt=no")
-    with pytest.raises(ValueError, match="login_timeout must be >= 0"):
-        _native.connect("Server=h", login_timeout=-1)
+    for bad in (-1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="login_timeout must be a finite number"):
+            _native.connect("Server=h", login_timeout=bad)
+    with pytest.raises(ValueError, match="query_timeout must be a finite number"):
+        _native.connect("Server=h", query_timeout=float("nan"))
 
 
 def test_unknown_keywords_warn(sql_server):
@@ -166,3 +169,71 @@ def test_result_is_an_arrow_stream(sql_server):
         reader = pa.RecordBatchReader.from_stream(conn.execute("SELECT 1 AS a, N'x' AS b"))
         assert reader.schema.names == ["a", "b"]
         assert reader.read_all().to_pylist() == [{"a": 1, "b": "x"}]
+
+
+def test_secrets_never_leak_through_parse_errors_or_warnings(sql_server):
+    # An unbraced ';' cuts the password: its tail must not be quoted back.
+    with pytest.raises(ValueError, match="offset") as info:
+        _native.connect("Server=h;PWD=abc;secretTail")
+    assert "secretTail" not in str(info.value)
+    with (
+        pytest.warns(UserWarning, match="names not shown") as warned,
+        pytest.raises(LoginError),
+    ):
+        _native.connect(conn_str(sql_server) + ";UID=sa;PWD=abc;secretTail=x")
+    assert all("secretTail" not in str(w.message) for w in warned)
+    # A lone surrogate would make Python's UnicodeEncodeError carry the whole string.
+    for kwargs in ({"password": "pw\udc80secret"}, {"access_token": "tok\udc80secret"}):
+        with pytest.raises(ValueError, match="lone surrogate") as info:
+            _native.connect(conn_str(sql_server), user="sa", **kwargs)
+        assert "secret" not in repr(info.value)
+    with pytest.raises(ValueError, match="connection_string is not valid") as info:
+        _native.connect("Server=h;PWD=x\udc80secret")
+    assert "secret" not in repr(info.value)
+
+
+@pytest.fixture
+def trickling_server() -> Iterator[int]:
+    """Answers PRELOGIN, then sends the login response one byte every 0.2 s (bounded)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    stop = threading.Event()
+
+    def serve():
+        listener.settimeout(5)
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        with conn:
+            conn.recv(4096)  # PRELOGIN
+            reply = bytes.fromhex("0100060001ff02")  # ENCRYPTION = NOT_SUP
+            conn.sendall(bytes([4, 1, 0, 8 + len(reply), 0, 0, 1, 0]) + reply)
+            conn.recv(8192)  # LOGIN7
+            for _ in range(100):  # at most 20 s, far past the 1 s login timeout
+                if stop.wait(0.2):
+                    return
+                try:
+                    conn.sendall(b"\x04")
+                except OSError:
+                    return
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    stop.set()
+    thread.join()
+    listener.close()
+
+
+def test_login_timeout_is_a_deadline_for_the_whole_login(trickling_server):
+    start = time.monotonic()
+    with pytest.raises(SqlTimeoutError):
+        _native.connect(
+            f"Server=127.0.0.1,{trickling_server};Encrypt=optional",
+            user="sa",
+            password="x",
+            login_timeout=1,
+        )
+    assert time.monotonic() - start < 5

@@ -109,6 +109,11 @@ void mc_conn_stats_get(const mc_conn *c, mc_conn_stats *out);
 const char *mc_conn_server_version(const mc_conn *c);
 const char *mc_conn_database(const mc_conn *c);
 
+/* Makes a read blocked in another thread return at once (MC_ECLOSED or MC_EIO) by shutting the
+ * socket down; the connection is unusable afterwards. The only call that may run while another
+ * thread uses the connection. */
+void mc_conn_interrupt(mc_conn *c);
+
 /* Closes the socket and frees everything. NULL is ignored. */
 void mc_conn_close(mc_conn *c);
 

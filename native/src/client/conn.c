@@ -27,6 +27,11 @@ mc_status mc_conn_fail(mc_conn *c, mc_status st, mc_error *err) {
   return st;
 }
 
+double mc_conn_deadline(const mc_conn *c) {
+  if (c->login_deadline > 0) return c->login_deadline;
+  return c->timeout_seconds > 0 ? mc_now() + c->timeout_seconds : 0;
+}
+
 mc_status mc_conn_send(mc_conn *c, uint8_t type, const uint8_t *payload, size_t len,
                        mc_error *err) {
   size_t cap = mc_tds_framed_size(len, c->packet_size);
@@ -35,8 +40,7 @@ mc_status mc_conn_send(mc_conn *c, uint8_t type, const uint8_t *payload, size_t 
   size_t written = 0;
   mc_status st = mc_tds_frame(type, payload, len, c->packet_size, 1, framed, cap, &written, err);
   if (st == MC_OK) {
-    double deadline = c->timeout_seconds > 0 ? mc_now() + c->timeout_seconds : 0;
-    st = mc_transport_write(&c->t, framed, written, deadline, err);
+    st = mc_transport_write(&c->t, framed, written, mc_conn_deadline(c), err);
   }
   OPENSSL_cleanse(framed, cap); /* LOGIN7 holds secrets */
   free(framed);
@@ -171,7 +175,8 @@ static mc_status login(mc_conn *c, const mc_conn_auth *auth, double deadline, mc
   if (plan == MC_TLS_LOGIN_ONLY) mc_transport_tls_drop(&c->t);
 
   /* The login response: LOGINACK, ENVCHANGEs, INFOs, maybe an ERROR, DONE. */
-  c->timeout_seconds = deadline > 0 ? deadline - mc_now() : 0;
+  c->login_deadline = deadline; /* the whole login shares one deadline, however the server
+                                   trickles its bytes */
   mc_conn_begin_response(c);
   bool acknowledged = false;
   for (;;) {
@@ -191,7 +196,11 @@ static mc_status login(mc_conn *c, const mc_conn_auth *auth, double deadline, mc
     }
   }
   c->in_request = false;
-  c->timeout_seconds = 0;
+  c->login_deadline = 0;
+  if (c->pending_len > 0) {
+    return mc_error_set(err, MC_EPROTO, "%zu bytes arrived after the login response",
+                        c->pending_len);
+  }
   if (c->has_message) {
     return mc_error_set(err, MC_ESERVER, "login failed: [%d] %s", (int)c->message.number,
                         c->message_text);
@@ -225,6 +234,7 @@ mc_status mc_conn_open(const mc_conn_params *params, const mc_conn_auth *auth_in
   mc_status st = MC_OK;
   for (int attempt = 0; attempt < 2; attempt++) {
     mc_transport_init(&c->t);
+    c->pending_len = 0;
     c->packet_size = LOGIN_PACKET_SIZE;
     c->routing_host[0] = '\0';
     c->has_message = false;
@@ -237,8 +247,9 @@ mc_status mc_conn_open(const mc_conn_params *params, const mc_conn_auth *auth_in
     st = mc_error_set(err, MC_EPROTO, "the server routed the connection twice");
   }
   OPENSSL_cleanse(c->params.password, sizeof c->params.password);
+  c->login_deadline = 0;
   if (st == MC_ETIMEOUT) {
-    mc_error_set(err, MC_ETIMEOUT, "login timed out after %.0f s (Connection Timeout)",
+    mc_error_set(err, MC_ETIMEOUT, "login timed out after %.3g s (Connection Timeout)",
                  params->login_timeout_seconds);
   }
   if (st != MC_OK) {
@@ -265,6 +276,10 @@ const mc_tds_message *mc_conn_last_message(const mc_conn *c) {
   return c->has_message ? &c->message : NULL;
 }
 int64_t mc_conn_rows_affected(const mc_conn *c) { return c->rows_affected; }
+
+void mc_conn_interrupt(mc_conn *c) {
+  if (c != NULL) mc_transport_interrupt(&c->t);
+}
 
 void mc_conn_close(mc_conn *c) {
   if (c == NULL) return;

@@ -27,7 +27,8 @@ struct mc_conn {
   bool broken;
   mc_status broken_status;
   char broken_message[MC_ERROR_MESSAGE_SIZE];
-  double timeout_seconds;
+  double timeout_seconds; /* longest wait for one read or write of a request; 0 = none */
+  double login_deadline;  /* absolute mc_now() deadline during login; 0 = none */
 
   bool has_message;
   mc_tds_message message;
@@ -45,6 +46,10 @@ struct mc_conn {
   char routing_host[MC_CONN_HOST_SIZE];
   uint16_t routing_port;
   uint8_t rbuf[MC_READ_BUFFER];
+  /* Bytes read past the end of a response (the next message, e.g. an Attention
+   * acknowledgement in the same TCP read): rbuf[pending_off .. pending_off + pending_len). */
+  size_t pending_off;
+  size_t pending_len;
 };
 
 /* Sends payload as one message of the given packet type (negotiated packet size). */
@@ -57,6 +62,9 @@ void mc_conn_begin_response(mc_conn *c);
 /* The next decoder event of the response; MC_TDS_EVENT_NONE at its clean end. Reads from the
  * network as needed. Any failure marks the connection broken. */
 MC_NODISCARD mc_status mc_conn_next_event(mc_conn *c, mc_tds_event *ev, mc_error *err);
+
+/* The deadline of the next network wait: the login's absolute one, or now + timeout. */
+double mc_conn_deadline(const mc_conn *c);
 
 /* Copies the decoder's current ERROR token into the connection. */
 void mc_conn_keep_message(mc_conn *c);

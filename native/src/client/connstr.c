@@ -236,10 +236,12 @@ mc_status mc_conn_params_parse(mc_conn_params *params, const char *text, size_t 
     span key = trim((span){text + key_start, i - key_start});
     if (i == len || text[i] == ';') {
       if (key.len != 0) {
+        /* The text is not quoted: it may be the tail of a password cut at an unbraced ';'. */
         st = mc_error_set(err, MC_EINVAL,
-                          "connection string: '%.*s' has no '=' (expected key=value pairs "
-                          "separated by ';')",
-                          key.len > 40 ? 40 : (int)key.len, key.ptr);
+                          "connection string: the attribute at offset %zu has no '=' (expected "
+                          "key=value pairs separated by ';'; a value holding ';' goes in braces, "
+                          "e.g. PWD={a;b})",
+                          key_start);
       }
       i++;
       continue;

@@ -18,19 +18,31 @@ void mc_conn_begin_response(mc_conn *c) {
   c->has_result = false;
 }
 
-/* Reads once from the network and feeds the payload to the decoder. */
+/* Reads once from the network (or takes the bytes left over from the previous response) and
+ * feeds the payload to the decoder. Bytes after this response's last packet stay pending for
+ * the next response: an Attention acknowledgement may share a TCP read with the end of the
+ * response it cancels (MS-TDS 2.2.1.7). */
 static mc_status pump(mc_conn *c, mc_error *err) {
-  double deadline = c->timeout_seconds > 0 ? mc_now() + c->timeout_seconds : 0;
-  size_t got = 0;
-  MC_RETURN_NOT_OK(mc_transport_read(&c->t, c->rbuf, sizeof c->rbuf, &got, deadline, err));
-  size_t off = 0;
-  while (off < got) {
+  size_t off = c->pending_off;
+  size_t got = c->pending_off + c->pending_len;
+  if (c->pending_len == 0) {
+    off = 0;
+    MC_RETURN_NOT_OK(
+        mc_transport_read(&c->t, c->rbuf, sizeof c->rbuf, &got, mc_conn_deadline(c), err));
+  }
+  c->pending_off = 0;
+  c->pending_len = 0;
+  while (off < got && !c->deframer.done) {
     size_t used = 0, n = 0;
     const uint8_t *payload = NULL;
     MC_RETURN_NOT_OK(
         mc_tds_deframe(&c->deframer, c->rbuf + off, got - off, &used, &payload, &n, err));
     off += used;
     if (n > 0) MC_RETURN_NOT_OK(mc_tds_decoder_feed(c->dec, payload, n, err));
+  }
+  if (off < got) { /* the start of the next message */
+    c->pending_off = off;
+    c->pending_len = got - off;
   }
   if (c->deframer.done) c->response_done = true;
   return MC_OK;
@@ -111,6 +123,14 @@ mc_status mc_conn_execute(mc_conn *c, const char *sql, size_t len, const mc_para
     mc_tds_decoder_free(c->dec);
     c->dec = d;
     c->dec_options = want;
+  }
+  if (c->pending_len > 0) { /* a server that answered more than it was asked */
+    return mc_conn_fail(c,
+                        mc_error_set(err, MC_EPROTO,
+                                     "%zu bytes arrived after the end of a TDS "
+                                     "response",
+                                     c->pending_len),
+                        err);
   }
   c->timeout_seconds = options ? options->timeout_seconds : 0;
   c->has_message = false;

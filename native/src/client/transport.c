@@ -338,6 +338,10 @@ mc_status mc_transport_read(mc_transport *t, uint8_t *buf, size_t cap, size_t *g
   }
 }
 
+void mc_transport_interrupt(mc_transport *t) {
+  if (t->fd >= 0) (void)shutdown(t->fd, SHUT_RDWR);
+}
+
 void mc_transport_close(mc_transport *t) {
   if (t->ssl != NULL || t->ctx != NULL) mc_transport_tls_drop(t);
   if (t->fd >= 0) close(t->fd);

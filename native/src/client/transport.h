@@ -63,6 +63,10 @@ MC_NODISCARD mc_status mc_transport_write(mc_transport *t, const uint8_t *buf, s
 MC_NODISCARD mc_status mc_transport_read(mc_transport *t, uint8_t *buf, size_t cap, size_t *got,
                                          double deadline, mc_error *err);
 
+/* Shuts the socket down so that a read or write blocked in another thread returns; the
+ * descriptor stays open until mc_transport_close. Thread-safe (one syscall). */
+void mc_transport_interrupt(mc_transport *t);
+
 /* Closes the socket and frees TLS state. Safe to call twice. */
 void mc_transport_close(mc_transport *t);
 
