@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -122,20 +123,31 @@ def parse_bool(name: str, value: str) -> bool:
     raise _bad(name, value, "true, false, 1, 0, yes, no, y or n (any case)")
 
 
-def parse_count(name: str, value: str) -> int:
-    """An integer of at least 1."""
-    text = value.strip()
-    if not text.lstrip("+").isdigit() or int(text) < 1:
-        raise _bad(name, value, "an integer of at least 1")
-    return int(text)
+_INT32_MAX = 2**31 - 1
+#: at most how many ranges one batch is split into (each is a task and a SQL Server connection)
+MAX_NUM_PARTITIONS = 4096
+_DIGITS = re.compile(r"\+?[0-9]{1,10}")  # ASCII digits only; int32 range is checked below
 
 
-def parse_non_negative(name: str, value: str) -> int:
-    """An integer of at least 0."""
+def _whole_number(value: str) -> int | None:
     text = value.strip()
-    if not text.lstrip("+").isdigit():
-        raise _bad(name, value, "a non-negative integer")
-    return int(text)
+    return int(text) if _DIGITS.fullmatch(text) else None
+
+
+def parse_count(name: str, value: str, maximum: int = _INT32_MAX) -> int:
+    """An integer from 1 to ``maximum`` (ASCII digits)."""
+    number = _whole_number(value)
+    if number is None or not 1 <= number <= maximum:
+        raise _bad(name, value, f"an integer from 1 to {maximum}")
+    return number
+
+
+def parse_non_negative(name: str, value: str, maximum: int = _INT32_MAX) -> int:
+    """An integer from 0 to ``maximum`` (ASCII digits)."""
+    number = _whole_number(value)
+    if number is None or number > maximum:
+        raise _bad(name, value, f"an integer from 0 to {maximum}")
+    return number
 
 
 def parse_lsn(name: str, value: str) -> Lsn:
@@ -175,7 +187,7 @@ def _starting_lsn(value: str) -> StartingLsn:
 def _json_list(name: str, value: str) -> list[object]:
     try:
         parsed = json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: absurdly nested input
         parsed = None
     if not isinstance(parsed, list):
         raise _bad(name, value, "a JSON list")
@@ -232,7 +244,7 @@ def _warn_unknown(names: list[str]) -> None:
         )
 
 
-def parse_options(raw: Mapping[str, str]) -> ReaderOptions:  # noqa: PLR0912 (one branch per option)
+def parse_options(raw: Mapping[str, str]) -> ReaderOptions:  # noqa: PLR0912, PLR0915 (one branch per option)
     """Validate ``raw`` (any mapping of option names to strings) into :class:`ReaderOptions`.
 
     Runs on the driver, once per data source instance (and in tests). Unknown names are
@@ -283,9 +295,10 @@ def parse_options(raw: Mapping[str, str]) -> ReaderOptions:  # noqa: PLR0912 (on
         )
     if "numPartitions" in given and given["numPartitions"].strip().lower() != "auto":
         text = given["numPartitions"]
-        if not text.strip().lstrip("+").isdigit() or int(text) < 1:
-            raise _bad("numPartitions", text, "auto or an integer of at least 1")
-        kwargs["num_partitions"] = int(text)
+        number = _whole_number(text)
+        if number is None or not 1 <= number <= MAX_NUM_PARTITIONS:
+            raise _bad("numPartitions", text, f"auto or an integer from 1 to {MAX_NUM_PARTITIONS}")
+        kwargs["num_partitions"] = number
     if "arrowBatchSize" in given:
         kwargs["arrow_batch_size"] = parse_count("arrowBatchSize", given["arrowBatchSize"])
     if "failOnDataLoss" in given:
