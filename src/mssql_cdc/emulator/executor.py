@@ -95,6 +95,13 @@ def _parse(sql: str) -> list[exp.Expression]:
         if exc.errors:
             token = str(exc.errors[0].get("highlight") or "")
         raise syntax_near(token or text.strip().split(" ")[0]) from None
+    except sqlglot.errors.TokenError:
+        # an unclosed quote, bracket or comment (SQL Server: 105 / 1010 / 113)
+        raise SqlError(
+            105, f"Unclosed quotation mark after the character string '{text[-20:]}'."
+        ) from None
+    except RecursionError:  # absurdly nested expressions (SQL Server: 191)
+        raise SqlError(191, "Some part of your SQL statement is nested too deeply.") from None
     return [s for s in statements if isinstance(s, exp.Expression)]
 
 
