@@ -1,6 +1,7 @@
 # mssql-cdc developer commands. `make test` is the one CI runs (.ci/run); it sets up first.
 #
 #   make setup        Debian packages, .venv, pinned dependencies, native build, Delta jars
+#   make demo         setup, then `mssql-cdc demo`: emulator + live workload -> local Delta
 #   make test         setup, lint, C tests (normal, ASan+UBSan, valgrind), fuzz smoke, pytest
 #   make lint         ruff, ruff format --check, mypy --strict, clang-format --dry-run
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS each
@@ -13,10 +14,16 @@ PYTEST_ARGS ?=
 CLANG_FORMAT ?= clang-format
 C_FILES = $(shell git ls-files 'native/*.c' 'native/*.h' 2>/dev/null || find native -name '*.[ch]')
 
-.PHONY: setup test lint native-test native-asan native-valgrind fuzz pytest clean
+.PHONY: setup demo test lint native-test native-asan native-valgrind fuzz pytest clean
 
 setup:
 	bash scripts/setup.sh
+
+# The emulator with AdventureWorks and a live workload, streamed into local Delta tables;
+# DEMO_ARGS passes options (e.g. DEMO_ARGS="--seconds 60 --dir build/demo").
+DEMO_ARGS ?=
+demo: setup
+	$(PY) -m mssql_cdc.cli demo $(DEMO_ARGS)
 
 test: setup lint native-test native-asan native-valgrind fuzz pytest
 

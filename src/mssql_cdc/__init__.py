@@ -16,6 +16,7 @@ from mssql_cdc.errors import (
     SchemaChangedError,
 )
 from mssql_cdc.options import SourceOptions
+from mssql_cdc.pipeline import CdcStream, stream
 from mssql_cdc.source.registration import register
 
 try:
@@ -24,6 +25,7 @@ except PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"
 
 __all__ = [
+    "CdcStream",
     "DataLossError",
     "Lsn",
     "MssqlCdcError",
@@ -31,4 +33,5 @@ __all__ = [
     "SourceOptions",
     "__version__",
     "register",
+    "stream",
 ]

@@ -9,6 +9,7 @@ import mssql_cdc
 from mssql_cdc import _native, errors
 
 PUBLIC = {
+    "CdcStream",
     "DataLossError",
     "Lsn",
     "MssqlCdcError",
@@ -16,6 +17,7 @@ PUBLIC = {
     "SourceOptions",
     "__version__",
     "register",
+    "stream",
 }
 
 

@@ -1,0 +1,83 @@
+"""The ``mssql-cdc`` command: ``demo``, ``stream`` and ``status`` (docs/streaming.md).
+
+``main(argv)`` parses the arguments and runs one subcommand; errors a user can fix (bad
+arguments, missing tables, SQL Server refusing the login) are one line on stderr and exit
+code 2 (usage) or 1 (failure), without a password or a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from mssql_cdc.cli import stream_command
+from mssql_cdc.errors import MssqlCdcError
+
+__all__ = ["build_parser", "main"]
+
+log = logging.getLogger("mssql_cdc.cli")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``mssql-cdc``."""
+    parser = argparse.ArgumentParser(
+        prog="mssql-cdc", description="Stream SQL Server CDC into Delta Lake, exactly once."
+    )
+    parser.add_argument("--log-level", default="WARNING", help="level of the mssql_cdc loggers")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    demo = commands.add_parser(
+        "demo", help="the emulator with AdventureWorks and a live workload, into local Delta"
+    )
+    demo.add_argument("--seconds", type=float, default=30.0, help="workload seconds (30)")
+    demo.add_argument("--rate", type=float, default=10.0, help="transactions per second (10)")
+    demo.add_argument("--dir", type=Path, help="where to write (default: a new temp directory)")
+
+    stream = commands.add_parser("stream", help="stream one capture instance into Delta")
+    stream_command.add_arguments(stream)
+
+    status = commands.add_parser("status", help="what a facts table says about each stream")
+    status.add_argument("--facts", required=True, help="facts table (name or path)")
+    status.add_argument("--events", type=int, default=10, help="recent events to show (10)")
+    return parser
+
+
+def _status(args: argparse.Namespace) -> int:
+    from mssql_cdc.cli.status import read_status, recent_events, status_text
+    from mssql_cdc.spark import get_spark
+
+    spark = get_spark("mssql-cdc-status")
+    streams = read_status(spark, args.facts)
+    print(status_text(streams, recent_events(spark, args.facts, args.events)))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from mssql_cdc.cli.demo import DemoConfig, run_demo
+
+    if args.seconds <= 0 or args.rate <= 0:
+        raise ValueError("--seconds and --rate must be positive")
+    workdir = args.dir or Path(tempfile.mkdtemp(prefix="mssql-cdc-demo-"))
+    return run_demo(
+        DemoConfig(workdir=workdir.resolve(), seconds=args.seconds, rate=args.rate), sys.stdout
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs ``mssql-cdc`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("mssql_cdc").setLevel(args.log_level.upper())
+    try:
+        if args.command == "demo":
+            return _demo(args)
+        if args.command == "stream":
+            return stream_command.run_stream(args, sys.stdout)
+        return _status(args)
+    except (ValueError, TypeError, PermissionError, FileNotFoundError, MssqlCdcError) as exc:
+        print(f"mssql-cdc {args.command}: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,10 @@
+"""The pipeline: ``stream(spark, options).to_delta(...)`` (docs/streaming.md).
+
+Importing it does not import PySpark (ADR 0004); Spark is used when ``to_delta`` runs.
+"""
+
+from __future__ import annotations
+
+from mssql_cdc.pipeline.cdc_stream import CdcStream, stream
+
+__all__ = ["CdcStream", "stream"]

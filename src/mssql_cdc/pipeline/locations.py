@@ -1,0 +1,96 @@
+"""Where a stream keeps its files: the kind of checkpoint path and the metrics directory.
+
+Pure Python, run on the driver by ``to_delta`` before the query starts (docs/streaming.md,
+"Metrics and metricsPath"; ADR 0021):
+
+* an explicit ``metricsPath`` is shared by streams: this one's files go to
+  ``<metricsPath>/<app_id>``; it must be a local or FUSE path or a URI ``pyarrow.fs`` opens,
+  never ``dbfs:/`` (a ``ValueError`` before the query starts);
+* without one, a stream with a facts table on a local or FUSE checkpoint uses
+  ``<checkpoint>/_mssql_cdc_metrics`` (the checkpoint is the stream's own);
+* a URI checkpoint (``s3://``, ``abfss://``, ``dbfs:/``, ...) gets no default: the facts keep
+  their counts and the metric columns stay NULL, with one WARNING;
+* without a facts table nothing would read the files, so none are written unless
+  ``metricsPath`` is given.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+from mssql_cdc._metrics import metrics_dir
+
+__all__ = ["DEFAULT_METRICS_DIR", "app_dir_name", "is_uri", "resolve_metrics_path"]
+
+log = logging.getLogger("mssql_cdc.pipeline")
+
+#: the default metrics directory's name under a local or FUSE checkpoint
+DEFAULT_METRICS_DIR = "_mssql_cdc_metrics"
+
+# a scheme of two or more characters (one letter is a Windows drive)
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+:")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def is_uri(path: str) -> bool:
+    """True for ``scheme:...`` paths (``s3://b/x``, ``dbfs:/x``, ``file:/x``); False for local
+    and FUSE paths (``/Volumes/...``, ``/dbfs/...``, ``cp/orders``)."""
+    return bool(_SCHEME.match(path))
+
+
+def _join(base: str, name: str) -> str:
+    return base.rstrip("/") + "/" + name
+
+
+def app_dir_name(app_id: str) -> str:
+    """``app_id`` as one directory name: characters other than letters, digits, ``.``, ``_``
+    and ``-`` become ``_`` (``orders#v1`` -> ``orders_v1``)."""
+    return _UNSAFE.sub("_", app_id)
+
+
+def resolve_metrics_path(
+    checkpoint: str, app_id: str, explicit: str | None, *, has_facts: bool
+) -> str | None:
+    """The metrics directory of one stream, for both the reader's ``metricsPath`` and the
+    sink's ``metrics_path`` (see the module doc).
+
+    Args:
+        checkpoint: the stream's checkpoint location as given.
+        app_id: the sink's id, the stream's subdirectory under an explicit ``metricsPath``.
+        explicit: the ``metricsPath`` option, or ``None``.
+        has_facts: whether the stream writes a facts table.
+
+    Returns:
+        The directory (an absolute local path or a URI), or ``None`` for no metrics.
+
+    Raises:
+        ValueError: ``metricsPath`` is a ``dbfs:/`` URI or a URI ``pyarrow.fs`` cannot open;
+            the message names ``metricsPath`` and the fix.
+    """
+    if explicit is not None and explicit.strip():
+        base = explicit.strip()
+        if base.lower().startswith("dbfs:"):
+            raise ValueError(
+                f"metricsPath {base!r}: a dbfs:/ URI cannot be opened by the sink (pyarrow.fs); "
+                "use the FUSE path (/dbfs/...) or a Unity Catalog Volume (/Volumes/...)"
+            )
+        if not is_uri(base):
+            base = os.path.abspath(base)
+        path = _join(base, app_dir_name(app_id))
+        metrics_dir(path)  # raises ValueError when pyarrow.fs cannot open it
+        return path
+    if not has_facts:
+        return None
+    if is_uri(checkpoint):
+        log.warning(
+            "%s: the checkpoint %s is a URI, so to_delta sets no metrics directory; the facts "
+            "keep their counts but the read, retention and lag columns stay NULL: set the "
+            "metricsPath option to a directory every node can write (a Volume, or a URI "
+            "pyarrow.fs opens)",
+            app_id,
+            checkpoint,
+        )
+        return None
+    return _join(os.path.abspath(checkpoint), DEFAULT_METRICS_DIR)

@@ -1,0 +1,123 @@
+"""``stream(spark, options).to_delta(...)`` end to end in local Spark and Delta against the
+emulator: the seed's smallest stream, its facts, resuming, and the argument rules."""
+
+from __future__ import annotations
+
+import pytest
+from _pipeline import bronze_changes
+
+from mssql_cdc import stream
+from mssql_cdc.cli import main
+
+
+def facts_rows(spark, path):
+    df = spark.read.format("delta").load(str(path))
+    return df.where("event IS NULL").orderBy("batch_id").collect()
+
+
+def test_smallest_stream_writes_the_history_once_with_a_facts_row_per_batch(
+    spark, source, tmp_path, monkeypatch, capsys
+):
+    bronze, facts, cp = tmp_path / "bronze", tmp_path / "facts", tmp_path / "cp"
+    source.workload(1)
+
+    def run():
+        query = stream(spark, source.options(maxCommitsPerBatch="3")).to_delta(
+            str(bronze),
+            app_id="orders-v1",
+            checkpoint=str(cp),
+            facts_table=str(facts),
+            trigger={"availableNow": True},
+        )
+        assert query.name == "orders-v1"
+        query.awaitTermination()
+        return query
+
+    query = run()
+    history = source.changes()
+    assert bronze_changes(spark, bronze) == history
+    batches = facts_rows(spark, facts)
+    assert [r["batch_id"] for r in batches] == list(range(len(batches)))
+    assert len(batches) == 2  # five commits, at most three per batch
+    assert [r["rows"] for r in batches] == [
+        p["numInputRows"] for p in query.recentProgress if p["numInputRows"]
+    ]
+    assert sum(r["rows"] for r in batches) == len(history)
+    last = batches[-1]
+    assert last["max_lsn"] == history[-1][0]
+    assert last["end_lsn"] == history[-1][0]  # metrics folded from the default directory
+    assert last["retention_headroom_hours"] is not None
+    assert {r["target"] for r in batches} == {str(bronze)}
+    assert list((cp / "_mssql_cdc_metrics").iterdir()) == []  # folded and deleted
+
+    # Only another table changes: the stream's next batch reads nothing and still has a row.
+    source.sql("INSERT INTO dbo.other VALUES (1, N'x')")
+    source.scan()
+    run()
+    batches = facts_rows(spark, facts)
+    assert len(batches) == 3
+    empty = batches[-1]
+    assert (empty["batch_id"], empty["rows"], empty["min_lsn"], empty["max_lsn"]) == (
+        2,
+        0,
+        None,
+        None,
+    )
+    assert bronze_changes(spark, bronze) == history
+
+    # A rerun, here through the command line, resumes from the checkpoint: the new changes, once.
+    source.workload(100)
+    monkeypatch.setenv("MSSQL_CDC_PASSWORD", source.server.password)
+    argv = ["stream", "--connection-string", source.connection_string, "--user", "sa"]
+    argv += ["--capture-instance", "dbo_orders", "--target", str(bronze), "--app-id", "orders-v1"]
+    argv += ["--checkpoint", str(cp), "--facts-table", str(facts), "--option", "numPartitions=1"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "orders-v1: streaming dbo_orders into" in out
+    assert source.server.password not in out
+    assert bronze_changes(spark, bronze) == source.changes()
+    batches = facts_rows(spark, facts)
+    assert [r["batch_id"] for r in batches] == list(range(len(batches)))
+    assert sum(r["rows"] for r in batches) == len(source.changes())
+
+
+def test_arguments_are_checked_before_the_query_starts(spark, source, tmp_path):
+    cdc = stream(spark, source.options())
+    args = {"target": str(tmp_path / "b"), "app_id": "a", "checkpoint": str(tmp_path / "cp")}
+    with pytest.raises(ValueError, match="app_id is empty"):
+        cdc.to_delta(**{**args, "app_id": " "})
+    with pytest.raises(ValueError, match="checkpoint is empty"):
+        cdc.to_delta(**{**args, "checkpoint": ""})
+    with pytest.raises(TypeError, match="target must be a table name or path"):
+        cdc.to_delta(**{**args, "target": 3})
+    with pytest.raises(ValueError, match=r"trigger .*give exactly one of"):
+        cdc.to_delta(**args, trigger={"every": "1 minute"})
+    with pytest.raises(TypeError, match="trigger must be a dict"):
+        cdc.to_delta(**args, trigger="availableNow")
+    with pytest.raises(ValueError, match=r"facts_table .* is the target"):
+        cdc.to_delta(**args, facts_table=args["target"])
+    with pytest.raises(ValueError, match="metricsPath 'dbfs:/m': a dbfs:/ URI"):
+        stream(spark, source.options(metricsPath="dbfs:/m")).to_delta(**args)
+    with pytest.raises(ValueError, match="bootstrap=True sets startingLsn itself"):
+        stream(spark, source.options(startingLsn="latest")).to_delta(**args, bootstrap=True)
+    with pytest.raises(TypeError):
+        cdc.to_delta(args["target"], "a", args["checkpoint"], None, {"once": True})
+    assert spark.streams.active == []
+    assert not (tmp_path / "b").exists()
+
+
+def test_stream_copies_options_and_hides_secrets(spark, source, caplog):
+    options = source.options(maxCommitsPerBatch=5, includecommandid=True, colour="blue")
+    with caplog.at_level("WARNING", logger="mssql_cdc"):
+        cdc = stream(spark, options)
+        stream(spark, options)
+    options["captureInstance"] = "changed"
+    assert cdc.options["captureInstance"] == "dbo_orders"
+    assert cdc.options["maxCommitsPerBatch"] == "5"
+    assert cdc.options["includeCommandId"] == "true"
+    assert repr(cdc) == "CdcStream(captureInstance='dbo_orders')"
+    warnings = [r.getMessage() for r in caplog.records if "colour" in r.getMessage()]
+    assert len(warnings) == 1
+    assert source.server.password not in caplog.text
+    with pytest.raises(ValueError, match="'connectionString' is required"):
+        stream(spark, {"captureInstance": "dbo_orders"})
