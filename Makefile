@@ -3,7 +3,7 @@
 #   make setup        Debian packages, .venv, pinned dependencies, native build, Delta jars
 #   make demo         setup, then `mssql-cdc demo`: emulator + live workload -> local Delta
 #   make test         setup, lint, C tests (normal, ASan+UBSan, valgrind), fuzz smoke, pytest
-#   make lint         ruff, ruff format --check, mypy --strict, clang-format --dry-run
+#   make lint         ruff, ruff format --check, mypy --strict, clang-format, mkdocs --strict
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS each
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -32,6 +32,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
 	$(CLANG_FORMAT) --dry-run --Werror $(C_FILES)
+	$(VENV)/bin/mkdocs build --strict --quiet --site-dir build/site
 
 # The C tests that need a server (test_conn_live) get the emulator from scripts/with-emulator.sh.
 WITH_SERVER := scripts/with-emulator.sh

@@ -50,7 +50,7 @@ native_hash=$(find native CMakeLists.txt -type f \( -name '*.c' -o -name '*.h' -
 if [ "$(cat "$venv/.deps-stamp" 2>/dev/null)" != "$deps_hash" ]; then
   log "installing pinned dependencies and building the native extension"
   "${pip[@]}" install -c constraints.txt scikit-build-core
-  "${pip[@]}" install -c constraints.txt --no-build-isolation -e ".[spark,emulator,dev]"
+  "${pip[@]}" install -c constraints.txt --no-build-isolation -e ".[spark,emulator,dev,docs]"
   echo "$deps_hash" >"$venv/.deps-stamp"
   echo "$native_hash" >"$venv/.native-stamp"
 elif [ "$(cat "$venv/.native-stamp" 2>/dev/null)" != "$native_hash" ]; then
