@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -27,7 +28,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mssql-cdc", description="Stream SQL Server CDC into Delta Lake, exactly once."
     )
-    parser.add_argument("--log-level", default="WARNING", help="level of the mssql_cdc loggers")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="level of the mssql_cdc loggers (WARNING)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser(
@@ -71,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs ``mssql-cdc`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("mssql_cdc").setLevel(args.log_level.upper())
+    logging.getLogger("mssql_cdc").setLevel(args.log_level)
     try:
         if args.command == "demo":
             return _demo(args)
@@ -81,3 +88,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError, PermissionError, FileNotFoundError, MssqlCdcError) as exc:
         print(f"mssql-cdc {args.command}: {exc}", file=sys.stderr)
         return 1
+    except Exception as exc:
+        # Spark wraps a failure of the source or the sink in its own exceptions, with a long
+        # JVM trace; the line that names our error is what a user needs.
+        cause = _our_error_line(str(exc))
+        if cause is None:
+            raise
+        print(f"mssql-cdc {args.command}: {cause}", file=sys.stderr)
+        return 1
+
+
+_OUR_ERROR = re.compile(
+    r"mssql_cdc\.errors\.(\w+): (.+)|(?:^|\s)(ValueError|PermissionError): (.+)", re.MULTILINE
+)
+
+
+def _our_error_line(text: str) -> str | None:
+    """``"LoginError: [18456] Login failed ..."`` from a Spark exception's text, if it holds
+    one of mssql_cdc's errors (or a ValueError / PermissionError raised by our code)."""
+    match = _OUR_ERROR.search(text)
+    if match is None:
+        return None
+    name = match.group(1) or match.group(3)
+    message = (match.group(2) or match.group(4)).strip()
+    return f"{name}: {message}"

@@ -199,6 +199,12 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
             record = _run_workload(emu, config, queries, out)
             emu.set_polling_interval(None)
             emu.scan()  # capture the last commits, then let every stream catch up
+            print(
+                "workload done; waiting for every stream to catch up (the first batches of a "
+                "local Spark take tens of seconds)",
+                file=out,
+                flush=True,
+            )
             for query in queries.values():
                 query.processAllAvailable()
         finally:
@@ -228,6 +234,13 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
         return 1
     print(
         "check: every bronze table holds exactly its change history, each change once",
+        file=out,
+    )
+    print(
+        f"the Delta tables are under {config.workdir}; look again with:\n"
+        f"  .venv/bin/mssql-cdc status --facts {config.workdir / 'facts'}\n"
+        "(retention headroom is the capture instances' age while they are younger than the "
+        "retention period)",
         file=out,
     )
     return 0

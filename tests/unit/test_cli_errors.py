@@ -1,0 +1,41 @@
+"""The mssql-cdc command turns Spark-wrapped failures into one line (no JVM trace)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mssql_cdc.cli import _our_error_line, build_parser
+
+SPARK_TEXT = """[PYTHON_DATA_SOURCE_ERROR] Failed when Python Data Source ...
+Traceback (most recent call last):
+  File "/x/mssql_cdc/source/client.py", line 40, in connect
+mssql_cdc.errors.TlsError: TLS handshake failed: the server certificate was not accepted: \
+self-signed certificate (set TrustServerCertificate=yes only for a server you trust)
+\tat org.apache.spark.sql.execution.python.PythonDataSource...
+"""
+
+
+def test_our_error_is_found_in_a_spark_exception_text():
+    assert _our_error_line(SPARK_TEXT) == (
+        "TlsError: TLS handshake failed: the server certificate was not accepted: "
+        "self-signed certificate (set TrustServerCertificate=yes only for a server you trust)"
+    )
+
+
+def test_value_errors_from_our_code_are_found_too():
+    text = "Traceback ...\nValueError: metricsPath 'dbfs:/x': use the FUSE path\n\tat org"
+    assert _our_error_line(text) == "ValueError: metricsPath 'dbfs:/x': use the FUSE path"
+
+
+def test_other_failures_are_left_alone():
+    assert _our_error_line("java.lang.OutOfMemoryError: Java heap space") is None
+
+
+def test_log_level_is_checked_before_anything_runs(capsys):
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args(["--log-level", "LOUD", "status", "--facts", "x"])
+    assert info.value.code == 2
+    assert "invalid choice: 'LOUD'" in capsys.readouterr().err
+    assert build_parser().parse_args(
+        ["--log-level", "info", "status", "--facts", "x"]
+    ).log_level == ("INFO")
