@@ -1,0 +1,176 @@
+"""End to end: change rows per second from the emulator through Spark into Delta bronze.
+
+Three ways to land the same change rows of ``dbo.bench`` (12 columns, inserts then updates) in
+Delta, in one run on this machine (compare ratios, not absolute numbers):
+
+* ``to_delta``: this project — ``stream(spark, options).to_delta(...)`` with an availableNow
+  trigger (the native client, the Spark data source, the exactly-once sink, no facts table);
+* ``jdbc``: Spark's JDBC source with Microsoft's mssql-jdbc reading the change table
+  ``cdc.dbo_bench_CT`` (every change row), appended to Delta;
+* ``floor``: the same rows already in memory (an Arrow table) appended to Delta.
+
+    .venv/bin/python bench/e2e.py [--rows 100000] [--partitions 2]
+
+The mssql-jdbc jar is fetched with Maven (the version the driver tests pin). Prints a table and
+exits 0; a path that cannot run here is reported as n/a with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+JDBC = "com.microsoft.sqlserver:mssql-jdbc:12.10.1.jre11"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def jdbc_jar() -> Path | None:
+    jar = Path.home() / ".m2/repository/com/microsoft/sqlserver/mssql-jdbc/12.10.1.jre11"
+    jar = jar / "mssql-jdbc-12.10.1.jre11.jar"
+    if not jar.exists():
+        subprocess.run(
+            ["mvn", "-q", "-B", "dependency:get", f"-Dartifact={JDBC}", "-Dtransitive=false"],
+            check=False,
+        )
+    return jar if jar.exists() else None
+
+
+def load_source(conn, rows: int) -> None:
+    conn.execute(
+        "CREATE TABLE dbo.bench (id int PRIMARY KEY, person_id int, store_id int, "
+        "territory_id int, account nvarchar(20), rowguid uniqueidentifier, modified datetime2(3))"
+    )
+    conn.execute("EXEC sys.sp_cdc_enable_db")
+    conn.execute(
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'bench', "
+        "@role_name = NULL"
+    )
+    inserts = rows * 2 // 3
+    for start in range(0, inserts, 1000):
+        values = ", ".join(
+            f"({i}, {i % 5000}, {i % 700}, {i % 10}, N'AW{i:08d}', NEWID(), '2024-01-01 10:00:00')"
+            for i in range(start, min(start + 1000, inserts))
+        )
+        conn.execute(f"INSERT INTO dbo.bench VALUES {values}")
+    # each update is two change rows (before and after image with 'all update old'; 'all' = 1)
+    conn.execute(f"UPDATE dbo.bench SET store_id = store_id + 1 WHERE id < {rows - inserts}")
+
+
+def _cause(exc: BaseException) -> str:
+    """The line of a (Java) exception's text that says what failed."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    for line in lines:
+        if "SQLServerException" in line or "SQLException" in line:
+            return line[:160]
+    return f"{type(exc).__name__}: {lines[0][:120] if lines else ''}"
+
+
+def main() -> None:  # noqa: PLR0915 (one straight script)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000, help="change rows to land")
+    parser.add_argument("--partitions", type=int, default=2)
+    args = parser.parse_args()
+
+    from mssql_cdc import _native, stream
+    from mssql_cdc.emulator import Emulator
+    from mssql_cdc.spark import delta_jars, get_spark
+
+    work = Path(tempfile.mkdtemp(prefix="mssql-cdc-e2e-"))
+    jar = jdbc_jar()
+    jars = [str(j) for j in delta_jars()] + ([str(jar)] if jar else [])
+    spark = get_spark(
+        "mssql-cdc-e2e",
+        "local[2]",
+        config={"spark.jars": ",".join(jars), "spark.ui.enabled": "false"},
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    results: dict[str, tuple[float, int] | str] = {}
+    with Emulator() as emu:
+        text = f"Server=tcp:{emu.host},{emu.port};Encrypt=no"
+        with _native.connect(text, user="sa", password=emu.password) as conn:
+            started = time.perf_counter()
+            load_source(conn, args.rows)
+            emu.scan()
+            count = conn.scalar("SELECT COUNT(*) FROM cdc.dbo_bench_CT")
+            print(f"# source: {count:,} change rows ready in {time.perf_counter() - started:.1f} s")
+
+        options = {
+            "connectionString": text,
+            "user": "sa",
+            "password": emu.password,
+            "captureInstance": "dbo_bench",
+            "numPartitions": str(args.partitions),
+        }
+        started = time.perf_counter()
+        query = stream(spark, options).to_delta(
+            str(work / "bronze"),
+            app_id="e2e",
+            checkpoint=str(work / "cp"),
+            trigger={"availableNow": True},
+        )
+        query.awaitTermination()
+        seconds = time.perf_counter() - started
+        for progress in query.recentProgress:
+            print(
+                f"# to_delta batch {progress['batchId']}: {progress['numInputRows']:,} rows, "
+                f"durations ms {dict(progress['durationMs'])}"
+            )
+        landed = spark.read.format("delta").load(str(work / "bronze")).count()
+        results["to_delta"] = (seconds, landed)
+
+        if jar is None:
+            results["jdbc"] = "n/a: could not fetch mssql-jdbc with Maven"
+        else:
+            url = (
+                f"jdbc:sqlserver://{emu.host}:{emu.port};databaseName=master;encrypt=false;"
+                "trustServerCertificate=true"
+            )
+            # The change table itself: the same rows fn_cdc_get_all_changes(..., N'all update old')
+            # returns over the whole range (the emulator cannot describe SELECT * over a table
+            # function, which Spark's JDBC source wraps its query in).
+            table = "cdc.dbo_bench_CT"
+            try:
+                started = time.perf_counter()
+                df = (
+                    spark.read.format("jdbc")
+                    .option("url", url)
+                    .option("driver", "com.microsoft.sqlserver.jdbc.SQLServerDriver")
+                    .option("user", "sa")
+                    .option("password", emu.password)
+                    .option("dbtable", table)
+                    .load()
+                )
+                df.write.format("delta").save(str(work / "jdbc"))
+                seconds = time.perf_counter() - started
+                landed = spark.read.format("delta").load(str(work / "jdbc")).count()
+                results["jdbc"] = (seconds, landed)
+            except Exception as exc:  # a path that cannot run here is reported, not fatal
+                results["jdbc"] = f"n/a: {_cause(exc)}"
+
+    arrow = spark.read.format("delta").load(str(work / "bronze")).toArrow()
+    df = spark.createDataFrame(arrow)
+    df.cache().count()
+    started = time.perf_counter()
+    df.write.format("delta").save(str(work / "floor"))
+    results["floor"] = (time.perf_counter() - started, arrow.num_rows)
+
+    floor_seconds = results["floor"][0] if isinstance(results["floor"], tuple) else None
+    print(f"{'path':<10}{'seconds':>9}{'rows':>10}{'rows/s':>12}{'x floor':>9}")
+    for name, value in results.items():
+        if isinstance(value, str):
+            print(f"{name:<10}  {value}")
+            continue
+        seconds, rows = value
+        ratio = f"{seconds / floor_seconds:.1f}" if floor_seconds else "-"
+        print(f"{name:<10}{seconds:>9.2f}{rows:>10,}{rows / seconds:>12,.0f}{ratio:>9}")
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
