@@ -139,15 +139,17 @@ class CdcClient:
     Holds no connection when pickled.
     """
 
-    def __init__(self, options: ReaderOptions) -> None:
+    def __init__(self, options: ReaderOptions, setup: Sequence[str] = ()) -> None:
         self.options = options
+        #: statements run on every new connection (``SET`` options), before any other
+        self.setup = tuple(setup)
         self._conn: _native.Connection | None = None
 
     def __repr__(self) -> str:
         return f"CdcClient({self.options.capture_instance!r}, open={self._conn is not None})"
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"options": self.options, "_conn": None}
+        return {"options": self.options, "setup": self.setup, "_conn": None}
 
     # --- connection ---
 
@@ -163,6 +165,11 @@ class CdcClient:
                 access_token=o.access_token,
                 login_timeout=float(o.connect_timeout) if o.connect_timeout else None,
             )
+            try:
+                for statement in self.setup:
+                    self._conn.execute(statement)
+            except OSError as exc:
+                raise translate(exc) from exc
         return self._conn
 
     def close(self) -> None:

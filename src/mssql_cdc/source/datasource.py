@@ -46,7 +46,7 @@ from mssql_cdc.source.partitions import ChangeRange, SnapshotRange
 from mssql_cdc.source.planner import StreamPlanner, infer_schema
 from mssql_cdc.source.planning import MIN_ROWS_PER_PARTITION
 from mssql_cdc.source.reading import ReadSpec, read_changes
-from mssql_cdc.source.retry import with_retry
+from mssql_cdc.source.retry import DELAYS, with_retry
 from mssql_cdc.source.schema import Column
 from mssql_cdc.source.snapshot import plan_snapshot, read_snapshot
 
@@ -146,6 +146,15 @@ class MssqlCdcSnapshotDataSource(_BaseDataSource):
     def name(cls) -> str:
         return "mssql_cdc_snapshot"
 
+    def schema(self) -> StructType:
+        """The stream's schema, plus ``_chunk INT`` with ``snapshotChunks``. Driver, once per
+        ``load()``."""
+        options = self._options()
+        schema = _infer(options)
+        if options.snapshot_chunks is not None:
+            schema = schema.add(StructField("_chunk", IntegerType(), True))
+        return schema
+
     def reader(self, schema: StructType) -> DataSourceReader:
         """The batch reader. Runs on the driver, once per read."""
         return SnapshotReader(self._options(), schema, self._partitions())
@@ -157,6 +166,8 @@ class _StreamReader(DataSourceStreamReader):
 
     #: change rows a range holds at least before a batch is split (tests lower it)
     min_rows_per_partition = MIN_ROWS_PER_PARTITION
+    #: seconds before each driver-side retry (tests shorten them)
+    retry_delays: tuple[float, ...] = DELAYS
 
     def __init__(self, options: ReaderOptions, schema: StructType, partitions: int) -> None:
         self.options = options
@@ -178,6 +189,7 @@ class _StreamReader(DataSourceStreamReader):
                 _captured(self.schema),
                 self.default_partitions,
                 self.min_rows_per_partition,
+                self.retry_delays,
             )
         return self._planner
 

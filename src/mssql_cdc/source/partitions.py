@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 
-__all__ = ["ChangeRange", "SnapshotRange"]
+__all__ = ["Bound", "ChangeRange", "SnapshotRange"]
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,17 @@ class ChangeRange(InputPartition):
     offset_minutes: int = 0
 
 
+#: a key bound value as pickled to executors: integers, bits and binary as they are, other key
+#: types as text the query CASTs to the key column's type
+Bound = None | bool | int | str | bytes
+
+
 @dataclass(frozen=True)
 class SnapshotRange(InputPartition):
-    """Current rows of ``source_schema.source_table`` with ``lo <= key < hi`` (``None`` = open
-    end; no ``key``: the whole table), stamped with ``snapshot_lsn`` and its ``commit_ts``."""
+    """Current rows of ``source_schema.source_table`` with ``lo <= keys < hi`` in key order
+    (``None`` = open end; no ``keys``: the whole table), stamped with ``snapshot_lsn`` and its
+    ``commit_ts``. ``keys`` are ``(column, declared SQL type)``; ``chunk`` is the
+    ``snapshotChunks`` index written to ``_chunk``."""
 
     index: int
     capture_instance: str
@@ -45,6 +52,7 @@ class SnapshotRange(InputPartition):
     columns: tuple[tuple[str, str], ...]
     snapshot_lsn: str
     commit_ts: str
-    key: str = ""
-    lo: int | None = None
-    hi: int | None = None
+    keys: tuple[tuple[str, str], ...] = ()
+    lo: tuple[Bound, ...] | None = None
+    hi: tuple[Bound, ...] | None = None
+    chunk: int | None = None

@@ -25,7 +25,7 @@ from mssql_cdc.source.planning import (
     split_commits,
 )
 from mssql_cdc.source.retention import data_loss_error, record_skip
-from mssql_cdc.source.retry import with_retry
+from mssql_cdc.source.retry import DELAYS, with_retry
 from mssql_cdc.source.schema import Column, declared_columns, output_columns, union_columns
 
 __all__ = ["StreamPlanner", "find_instance", "infer_schema"]
@@ -114,12 +114,14 @@ class StreamPlanner:
         columns: list[Column],
         default_partitions: int,
         min_rows_per_partition: int = MIN_ROWS_PER_PARTITION,
+        retry_delays: tuple[float, ...] = DELAYS,
     ) -> None:
         self.options = options
         self.columns = columns
         self.client = CdcClient(options)
         self.max_partitions = options.num_partitions or max(default_partitions, 1)
         self.min_rows = min_rows_per_partition
+        self.retry_delays = retry_delays
         self._clock: ServerClock | None = None
         self._types: dict[str, dict[str, str]] = {}
         self.seen = _Batch()
@@ -131,7 +133,7 @@ class StreamPlanner:
     # --- helpers ---
 
     def _retry(self, what: str, call: Callable[[], T]) -> T:
-        return with_retry(self.client, what, call)
+        return with_retry(self.client, what, call, delays=self.retry_delays)
 
     def clock(self, *, refresh: bool = False) -> ServerClock:
         """The server clock (resolved once; re-read per batch in the offset fallback)."""

@@ -2,20 +2,24 @@
 
 Connection loss, failover, a deadlock (1205) and timeouts are retried on a new connection up to
 three times, waiting 1, 3 and 9 seconds (about 14 s in all), each with a WARNING under
-``mssql_cdc.source``. ``DataLossError``, ``SchemaChangedError``, ``ValueError`` and
-``PermissionError`` (and any other error) are raised at once. Task reads are not retried here:
-Spark retries a failed task.
+``mssql_cdc.source``. A refused login (``LoginError``, e.g. 18456) is retried only after such an
+error in the same call: the same credentials logged in moments before, so the server is failing
+over (SQL Server refuses logins to a database that is not yet online); a first login refused
+is raised at once (a wrong password is not retried). ``DataLossError``, ``SchemaChangedError``,
+``ValueError`` and ``PermissionError`` (and any other error) are raised at once. Task reads
+are not retried here: Spark retries a failed task.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from mssql_cdc.errors import (
     ConnectionLostError,
+    LoginError,
     ProtocolError,
     SqlServerError,
     SqlTimeoutError,
@@ -51,17 +55,22 @@ def with_retry(
     call: Callable[[], T],
     *,
     sleep: Callable[[float], None] = time.sleep,
+    delays: Sequence[float] = DELAYS,
 ) -> T:
     """Run ``call`` (which uses ``client``); retry transient errors on a new connection.
 
-    Runs on the driver, once per driver-side call (offsets, planning).
+    Runs on the driver, once per driver-side call (offsets, planning). ``delays`` are the
+    waits before each retry (tests shorten them).
     """
-    for attempt, delay in enumerate((*DELAYS, None), start=1):
+    failing_over = False
+    for attempt, delay in enumerate((*delays, None), start=1):
         try:
             return call()
         except Exception as exc:
-            if delay is None or not is_transient(exc):
+            transient = is_transient(exc) or (failing_over and isinstance(exc, LoginError))
+            if delay is None or not transient:
                 raise
+            failing_over = True
             log.warning(
                 "%s failed (%s: %s); retrying on a new connection in %.0f s (retry %d of %d)",
                 what,
@@ -69,7 +78,7 @@ def with_retry(
                 exc,
                 delay,
                 attempt,
-                len(DELAYS),
+                len(delays),
             )
             client.close()
             sleep(delay)

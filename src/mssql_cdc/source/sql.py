@@ -8,7 +8,14 @@ from collections.abc import Sequence
 
 from mssql_cdc.source.client import quote_name
 
-__all__ = ["change_query", "column_expression", "snapshot_query"]
+__all__ = [
+    "change_query",
+    "column_expression",
+    "key_at_least",
+    "key_below",
+    "key_seek",
+    "snapshot_query",
+]
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -56,27 +63,69 @@ def change_query(
     )
 
 
+def _bound(sql_type: str, param: int) -> str:
+    """Parameter ``param`` as a value of the key column's type: integers and binary are bound
+    as they are, everything else as text CAST to the column's declared type."""
+    base = sql_type.split("(", maxsplit=1)[0].strip().lower()
+    if base in ("tinyint", "smallint", "int", "bigint", "bit", "binary", "varbinary", "timestamp"):
+        return f"@P{param}"
+    return f"CAST(@P{param} AS {sql_type})"
+
+
+def key_at_least(keys: Sequence[tuple[str, str]], first_param: int) -> str:
+    """``(k1, k2, ...) >= (@P first_param, ...)`` in key order, as T-SQL (no row values)."""
+    name, sql_type = keys[0]
+    column, bound = quote_name(name), _bound(sql_type, first_param)
+    if len(keys) == 1:
+        return f"{column} >= {bound}"
+    rest = key_at_least(keys[1:], first_param + 1)
+    return f"({column} > {bound} OR ({column} = {bound} AND {rest}))"
+
+
+def key_below(keys: Sequence[tuple[str, str]], first_param: int) -> str:
+    """``(k1, k2, ...) < (@P first_param, ...)`` in key order, NULLs first (as ORDER BY sorts
+    them), so the first range also holds rows whose key has NULLs."""
+    name, sql_type = keys[0]
+    column, bound = quote_name(name), _bound(sql_type, first_param)
+    if len(keys) == 1:
+        return f"({column} IS NULL OR {column} < {bound})"
+    rest = key_below(keys[1:], first_param + 1)
+    return f"({column} IS NULL OR {column} < {bound} OR ({column} = {bound} AND {rest}))"
+
+
+def key_order(keys: Sequence[tuple[str, str]]) -> str:
+    return ", ".join(quote_name(name) for name, _ in keys)
+
+
 def snapshot_query(
     schema: str,
     table: str,
     columns: Sequence[tuple[str, str]],
-    key: str,
+    keys: Sequence[tuple[str, str]],
     *,
     lo: bool,
     hi: bool,
 ) -> str:
-    """The current rows of ``schema.table`` (``key >= @lo`` / ``key < @hi`` when bounded)."""
+    """The current rows of ``schema.table`` with ``keys >= lo`` and ``keys < hi`` (each bound
+    when set: ``lo``'s values are the first parameters, then ``hi``'s)."""
     select = [column_expression(name, sql_type) for name, sql_type in columns] or ["1 AS [_]"]
     sql = f"SELECT {', '.join(select)} FROM {quote_name(schema)}.{quote_name(table)}"
     where = []
-    params = 1
-    if key and lo:
-        where.append(f"{quote_name(key)} >= @P{params}")
-        params += 1
-    if key and hi:
-        where.append(f"{quote_name(key)} < @P{params}")
+    if keys and lo:
+        where.append(key_at_least(keys, 1))
+    if keys and hi:
+        where.append(key_below(keys, 1 + (len(keys) if lo else 0)))
     if where:
         sql += " WHERE " + " AND ".join(where)
-    if key:
-        sql += f" ORDER BY {quote_name(key)}"
+    if keys:
+        sql += f" ORDER BY {key_order(keys)}"
     return sql
+
+
+def key_seek(schema: str, table: str, keys: Sequence[tuple[str, str]], *, after: bool) -> str:
+    """The key ``@P1`` rows past the start (``after``: past the bound in ``@P2...``): the next
+    keyset bound, or no row when fewer rows remain."""
+    sql = f"SELECT {key_order(keys)} FROM {quote_name(schema)}.{quote_name(table)}"
+    if after:
+        sql += f" WHERE {key_at_least(keys, 2)}"
+    return sql + f" ORDER BY {key_order(keys)} OFFSET @P1 ROWS FETCH NEXT 1 ROWS ONLY"
