@@ -36,6 +36,12 @@ def test_finalization_advances_after_available_now_and_through_track(spark, sour
     listener.finish()
     assert listener.join(timeout=120)
     assert listener.last_error is None
+    assert finalization.finalized_until(spark, control, bronze) >= verdict
+    # Listener events arrive asynchronously, so the last batch's may come after stop(); tracking
+    # the stopped query applies its last progress (what a job does before it exits).
+    last = finalization.track(spark, query, control, bronze, granularity="minute")
+    assert last.join(timeout=120)
+    assert last.last_error is None
     ends = [finalization.end_offset_from_progress(p) for p in query.recentProgress]
     newest = max((e for e in ends if e), key=lambda e: Lsn.parse(e["lsn"]))
     assert Lsn.parse(newest["lsn"]) >= Lsn.parse(source.changes()[-1][0])
