@@ -1,0 +1,57 @@
+"""A capture instance with a newer sibling is followed at the newer one's start_lsn (issue 5,
+item 6; compat-reference 3.1 ``_capture_instance``, 5.5), in local Spark against the emulator."""
+
+from __future__ import annotations
+
+from test_stream_spark import COLUMNS, read_rows, run, workload
+
+from mssql_cdc import Lsn
+
+
+def _history(source, instance):
+    rows = source.sql(
+        "SELECT __$start_lsn AS l, __$seqval AS s, __$operation AS o, __$command_id AS c, "
+        f"id, name, qty FROM cdc.fn_cdc_get_all_changes_{instance}("
+        f"sys.fn_cdc_get_min_lsn(N'{instance}'), sys.fn_cdc_get_max_lsn(), N'all update old') "
+        "ORDER BY __$start_lsn, __$command_id, __$seqval, __$operation"
+    )
+    return [
+        (
+            "0x" + r["l"].hex().upper(),
+            "0x" + r["s"].hex().upper(),
+            r["o"],
+            r["c"],
+            r["id"],
+            r["name"],
+            r["qty"],
+        )
+        for r in rows
+    ]
+
+
+def test_a_newer_capture_instance_is_followed_from_its_start_lsn(spark, source, tmp_path):
+    workload(source, 1)
+    source.scan()
+    source.sql(
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'orders', "
+        "@role_name = NULL, @capture_instance = N'dbo_orders_v2'"
+    )
+    start_v2 = Lsn(
+        source.sql(
+            "SELECT start_lsn FROM cdc.change_tables WHERE capture_instance = N'dbo_orders_v2'"
+        )[0]["start_lsn"]
+    )
+    workload(source, 100)
+    source.scan()
+
+    run(spark, source, tmp_path / "cp", tmp_path / "out")
+    rows = read_rows(spark, tmp_path / "out")
+
+    old = [r for r in _history(source, "dbo_orders") if Lsn.parse(r[0]) <= start_v2]
+    new = [r for r in _history(source, "dbo_orders_v2") if Lsn.parse(r[0]) > start_v2]
+    assert old
+    assert new
+    assert [tuple(r[c] for c in COLUMNS) for r in rows] == old + new
+    assert [r["_capture_instance"] for r in rows] == ["dbo_orders"] * len(old) + [
+        "dbo_orders_v2"
+    ] * len(new)
