@@ -14,7 +14,8 @@ Contract (both sides use only this module):
 * Files are written whole: a temporary name, then a rename (one upload where a store has no
   rename). Partition files are ``part-<from_lsn>-<to_lsn>-<attempt>.json``; a retried task
   writes another attempt, and readers keep one file per ``(from_lsn, to_lsn)``, the latest by
-  ``written_at``. Event files are ``event-<kind>-<key>.json``.
+  ``written_at``. Event files are ``event-<kind>-<key>.json``; a chunked snapshot's tasks write
+  ``chunk-<i>.json``.
 * Writing never fails a read: an unwritable file is a WARNING under ``mssql_cdc.metrics``.
 """
 
@@ -104,6 +105,22 @@ class MetricsDir:
         attempt = uuid.uuid4().hex[:12]
         name = f"part-{metrics.from_lsn}-{metrics.to_lsn}-{attempt}.json"
         return self._write(name, asdict(metrics))
+
+    def write_chunk(self, chunk: int, payload: dict[str, Any]) -> bool:
+        """Writes a snapshot chunk's file ``chunk-<chunk>.json`` (rows, bytes, seconds,
+        ``max_lsn`` after the read; compat-reference 2.2 ``snapshotChunks``); a retried task
+        overwrites it."""
+        return self._write(f"chunk-{int(chunk)}.json", {"chunk": int(chunk), **payload})
+
+    def chunks(self) -> list[dict[str, Any]]:
+        """The chunk files' payloads, ordered by chunk."""
+        out = []
+        for name in self._names():
+            if name.startswith("chunk-"):
+                data = self._read(name)
+                if data is not None:
+                    out.append(data)
+        return sorted(out, key=lambda d: int(d.get("chunk", 0)))
 
     def write_event(self, kind: str, key: str, payload: dict[str, Any]) -> bool:
         """Writes one event file (``schema_change``, ``capture_instance_switched``,

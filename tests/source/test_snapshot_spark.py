@@ -8,6 +8,7 @@ import pytest
 from pyspark.sql.functions import spark_partition_id
 
 import mssql_cdc
+from mssql_cdc._metrics import metrics_dir
 from mssql_cdc.options import parse_options
 from mssql_cdc.source.client import CdcClient
 from mssql_cdc.source.planner import infer_schema
@@ -89,7 +90,7 @@ def test_keyset_partitions_for_string_guid_and_composite_keys(spark, source):
     assert {r["_operation"] for r in heap.collect()} == {0}
 
 
-def test_snapshot_chunks_and_keys_read_only_the_given_ranges(spark, source):
+def test_snapshot_chunks_and_keys_read_only_the_given_ranges(spark, source, tmp_path):
     source.sql(
         "CREATE TABLE dbo.lines (o int NOT NULL, l int NOT NULL, v nvarchar(10), "
         "PRIMARY KEY (o, l))"
@@ -105,7 +106,8 @@ def test_snapshot_chunks_and_keys_read_only_the_given_ranges(spark, source):
     source.scan()
 
     chunks = "[[0, null, [1, 2]], [1, [1, 2], [3, 0]], [5, [3, 0], null]]"
-    df = snapshot(spark, source, "lines", snapshotChunks=chunks)
+    metrics = tmp_path / "metrics"
+    df = snapshot(spark, source, "lines", snapshotChunks=chunks, metricsPath=str(metrics))
     assert df.columns[-1] == "_chunk"
     assert df.rdd.getNumPartitions() == 3
     rows = sorted((r["o"], r["l"], r["_chunk"]) for r in df.collect())
@@ -114,6 +116,12 @@ def test_snapshot_chunks_and_keys_read_only_the_given_ranges(spark, source):
         for o in range(4)
         for ln in range(3)
     ]
+    # each chunk's task leaves chunk-<i>.json: its rows and the max LSN after its read
+    files = metrics_dir(str(metrics)).chunks()
+    assert [(f["chunk"], f["rows"]) for f in files] == [(0, 5), (1, 4), (5, 3)]
+    max_lsn = "0x" + source.sql("SELECT sys.fn_cdc_get_max_lsn() AS m")[0]["m"].hex().upper()
+    assert {f["max_lsn"] for f in files} == {max_lsn}
+    assert all(f["bytes"] > 0 and f["seconds"] >= 0 for f in files)
 
     # a table without a unique index: bounds on the columns snapshotKeys names
     df = snapshot(

@@ -17,13 +17,16 @@ key type that cannot be bound) reads in one partition. ``snapshotChunks`` reads 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import math
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
 
 import pyarrow as pa
 
+from mssql_cdc._metrics import metrics_dir
 from mssql_cdc._native import Lsn
 from mssql_cdc.errors import SqlServerError
 from mssql_cdc.options import ReaderOptions
@@ -38,6 +41,8 @@ from mssql_cdc.source.schema import Column
 from mssql_cdc.source.sql import key_order, key_seek, snapshot_query
 
 __all__ = ["int_ranges", "plan_snapshot", "read_snapshot", "session_setup"]
+
+log = logging.getLogger("mssql_cdc.source.snapshot")
 
 _INTEGER_TYPES = frozenset({"tinyint", "smallint", "int", "bigint"})
 _SIZED = frozenset({"char", "varchar", "nchar", "nvarchar", "binary", "varbinary"})
@@ -257,6 +262,27 @@ def _plan(client: CdcClient, columns: list[Column], default_partitions: int) -> 
     ]
 
 
+def _write_chunk_metrics(
+    client: CdcClient, path: str, chunk: int, *, rows: int, nbytes: int, started: float
+) -> None:
+    """A chunk's metrics file (rows, bytes, seconds, ``max_lsn`` after the read); failures only
+    WARN, as every metrics write (mssql_cdc._metrics)."""
+    seconds = time.perf_counter() - started
+    try:
+        newest = client.max_commit()
+        metrics_dir(path).write_chunk(
+            chunk,
+            {
+                "rows": rows,
+                "bytes": nbytes,
+                "seconds": round(seconds, 3),
+                "max_lsn": str(newest.lsn) if newest is not None else None,
+            },
+        )
+    except (SqlServerError, OSError, ValueError) as exc:
+        log.warning("could not write the metrics of snapshot chunk %d: %s", chunk, exc)
+
+
 def read_snapshot(
     options: ReaderOptions, schema: pa.Schema, part: SnapshotRange
 ) -> Iterator[pa.RecordBatch]:
@@ -288,11 +314,16 @@ def read_snapshot(
             "_commit_ts": parse_utc(part.commit_ts),
             "_chunk": part.chunk,
         }
+        started = time.perf_counter()
+        rows = 0
+        nbytes = 0
         try:
             for batch in client.batches(sql, params, options.arrow_batch_size):
                 n = batch.num_rows
                 if not n:
                     continue
+                rows += n
+                nbytes += batch.nbytes
                 arrays = []
                 for field in schema:
                     if field.name in meta:
@@ -304,6 +335,15 @@ def read_snapshot(
                     else:
                         arrays.append(cast_to(batch.column(position), field.type))
                 yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+            if part.chunk is not None and options.metrics_path:
+                _write_chunk_metrics(
+                    client,
+                    options.metrics_path,
+                    part.chunk,
+                    rows=rows,
+                    nbytes=nbytes,
+                    started=started,
+                )
         except SqlServerError as exc:
             if exc.number == PERMISSION_DENIED:
                 raise PermissionError(
