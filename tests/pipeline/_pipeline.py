@@ -3,72 +3,18 @@ bronze read back in the forms the tests compare."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-import pyarrow as pa
-
-from mssql_cdc import _native
+from cdc_source import CdcSource
 
 ORDER = ["_start_lsn", "_command_id", "_seqval", "_operation"]
 CHANGE = ["_start_lsn", "_seqval", "_operation", "_command_id", "id", "name", "qty"]
 
 
-@dataclass
-class Source:
-    """The test database: ``sql()`` runs T-SQL as sa; ``options()`` read ``dbo_orders``."""
+class Source(CdcSource):
+    """The test database (tests/cdc_source.py); the pipeline tests read on one connection."""
 
-    conn: _native.Connection
-    server: Any
-    emulator: Any
-
-    def sql(self, text: str) -> list[dict[str, object]]:
-        result = self.conn.execute(text)
-        return pa.table(result).to_pylist() if result.has_rows else []
-
-    def scan(self) -> None:
-        if self.emulator is not None:
-            self.emulator.scan()
-        else:
-            self.sql("EXEC sys.sp_cdc_scan")
-
-    @property
-    def connection_string(self) -> str:
-        return (
-            f"Server=tcp:{self.server.host},{self.server.port};Database={self.server.database};"
-            "Encrypt=no;TrustServerCertificate=yes"
-        )
-
-    def options(self, **extra: str) -> dict[str, str]:
-        return {
-            "connectionString": self.connection_string,
-            "user": self.server.user,
-            "password": self.server.password,
-            "captureInstance": "dbo_orders",
-            "numPartitions": "1",
-            **extra,
-        }
-
-    def changes(self) -> list[tuple[object, ...]]:
-        """The whole change history of dbo_orders in bronze's order, as CHANGE tuples."""
-        rows = self.sql(
-            "SELECT __$start_lsn AS l, __$seqval AS s, __$operation AS o, __$command_id AS c, "
-            "id, name, qty FROM cdc.fn_cdc_get_all_changes_dbo_orders("
-            "sys.fn_cdc_get_min_lsn(N'dbo_orders'), sys.fn_cdc_get_max_lsn(), "
-            "N'all update old') ORDER BY __$start_lsn, __$command_id, __$seqval, __$operation"
-        )
-        return [
-            (
-                "0x" + r["l"].hex().upper(),
-                "0x" + r["s"].hex().upper(),
-                r["o"],
-                r["c"],
-                r["id"],
-                r["name"],
-                r["qty"],
-            )
-            for r in rows
-        ]
+    base_options: ClassVar[dict[str, str]] = {"captureInstance": "dbo_orders", "numPartitions": "1"}
 
     def table(self) -> list[tuple[object, ...]]:
         """dbo.orders' current rows by id."""

@@ -8,27 +8,6 @@ from test_stream_spark import COLUMNS, read_rows, run, workload
 from mssql_cdc import Lsn
 
 
-def _history(source, instance):
-    rows = source.sql(
-        "SELECT __$start_lsn AS l, __$seqval AS s, __$operation AS o, __$command_id AS c, "
-        f"id, name, qty FROM cdc.fn_cdc_get_all_changes_{instance}("
-        f"sys.fn_cdc_get_min_lsn(N'{instance}'), sys.fn_cdc_get_max_lsn(), N'all update old') "
-        "ORDER BY __$start_lsn, __$command_id, __$seqval, __$operation"
-    )
-    return [
-        (
-            "0x" + r["l"].hex().upper(),
-            "0x" + r["s"].hex().upper(),
-            r["o"],
-            r["c"],
-            r["id"],
-            r["name"],
-            r["qty"],
-        )
-        for r in rows
-    ]
-
-
 def test_a_newer_capture_instance_is_followed_from_its_start_lsn(spark, source, tmp_path):
     workload(source, 1)
     source.scan()
@@ -47,8 +26,8 @@ def test_a_newer_capture_instance_is_followed_from_its_start_lsn(spark, source, 
     run(spark, source, tmp_path / "cp", tmp_path / "out")
     rows = read_rows(spark, tmp_path / "out")
 
-    old = [r for r in _history(source, "dbo_orders") if Lsn.parse(r[0]) <= start_v2]
-    new = [r for r in _history(source, "dbo_orders_v2") if Lsn.parse(r[0]) > start_v2]
+    old = [r for r in source.changes("dbo_orders") if Lsn.parse(r[0]) <= start_v2]
+    new = [r for r in source.changes("dbo_orders_v2") if Lsn.parse(r[0]) > start_v2]
     assert old
     assert new
     assert [tuple(r[c] for c in COLUMNS) for r in rows] == old + new

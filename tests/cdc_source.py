@@ -1,0 +1,73 @@
+"""The CDC test database both the data source and the pipeline tests drive: T-SQL through the
+native client, a capture scan, the options that read ``dbo_orders`` and its change history in
+the order bronze and the stream give it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pyarrow as pa
+
+from mssql_cdc import _native
+
+
+@dataclass
+class CdcSource:
+    """``sql()`` runs T-SQL as sa; ``options()`` read ``dbo_orders``."""
+
+    conn: _native.Connection
+    server: Any
+    emulator: Any
+
+    #: options every reader of this source gets (subclasses add their own)
+    base_options: ClassVar[dict[str, str]] = {"captureInstance": "dbo_orders"}
+
+    def sql(self, text: str, params: list[object] | None = None) -> list[dict[str, object]]:
+        result = self.conn.execute(text, params)
+        return pa.table(result).to_pylist() if result.has_rows else []
+
+    def scan(self) -> None:
+        if self.emulator is not None:
+            self.emulator.scan()
+        else:
+            self.sql("EXEC sys.sp_cdc_scan")
+
+    @property
+    def connection_string(self) -> str:
+        return (
+            f"Server=tcp:{self.server.host},{self.server.port};Database={self.server.database};"
+            "Encrypt=no;TrustServerCertificate=yes"
+        )
+
+    def options(self, **extra: str) -> dict[str, str]:
+        return {
+            "connectionString": self.connection_string,
+            "user": self.server.user,
+            "password": self.server.password,
+            **self.base_options,
+            **extra,
+        }
+
+    def changes(self, instance: str = "dbo_orders") -> list[tuple[object, ...]]:
+        """The whole change history of a capture instance of dbo.orders, ordered by
+        (start LSN, command id, seqval, operation), as (start_lsn, seqval, operation,
+        command_id, id, name, qty) with LSNs as 0x text."""
+        rows = self.sql(
+            "SELECT __$start_lsn AS l, __$seqval AS s, __$operation AS o, __$command_id AS c, "
+            f"id, name, qty FROM cdc.fn_cdc_get_all_changes_{instance}("
+            f"sys.fn_cdc_get_min_lsn(N'{instance}'), sys.fn_cdc_get_max_lsn(), "
+            "N'all update old') ORDER BY __$start_lsn, __$command_id, __$seqval, __$operation"
+        )
+        return [
+            (
+                "0x" + r["l"].hex().upper(),
+                "0x" + r["s"].hex().upper(),
+                r["o"],
+                r["c"],
+                r["id"],
+                r["name"],
+                r["qty"],
+            )
+            for r in rows
+        ]
