@@ -49,7 +49,9 @@ native_hash=$(find native CMakeLists.txt -type f \( -name '*.c' -o -name '*.h' -
   -o -name 'CMakeLists.txt' \) -print0 | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$venv/.deps-stamp" 2>/dev/null)" != "$deps_hash" ]; then
   log "installing pinned dependencies and building the native extension"
-  "${pip[@]}" install -c constraints.txt scikit-build-core
+  # PySpark is published as an sdist only: it is built with --no-build-isolation below, so the
+  # venv needs a setuptools with bdist_wheel built in (a fresh venv's may be too old) and wheel.
+  "${pip[@]}" install -c constraints.txt pip setuptools wheel scikit-build-core
   "${pip[@]}" install -c constraints.txt --no-build-isolation -e ".[spark,emulator,dev,docs]"
   echo "$deps_hash" >"$venv/.deps-stamp"
   echo "$native_hash" >"$venv/.native-stamp"
