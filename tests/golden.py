@@ -3,7 +3,8 @@
 Every third-party driver test (tests/emulator/test_drivers_*.py), and later the project's own
 native client, runs :data:`GOLDEN_SQL` and compares what it decodes with :data:`COLUMNS`.
 The query is plain T-SQL that a real SQL Server answers the same way (run it there through
-``MSSQL_CDC_TEST_SERVER``); it covers SPEC section 3's types with NULLs and extremes.
+``MSSQL_CDC_TEST_SERVER``); it covers every type a CDC reader meets
+(docs/reference/bronze-schema.md#type-map) with NULLs and extremes.
 
 Canonical expected values (``GoldenColumn.value``):
 

@@ -238,7 +238,7 @@ static PyGetSetDef Lsn_getset[] = {
 PyDoc_STRVAR(Lsn_doc,
              "Lsn(value: str | bytes)\n\n"
              "A SQL Server log sequence number: binary(10) = 4-byte VLF sequence number, 4-byte\n"
-             "log block, 2-byte slot, big-endian (reference/sqlserver-cdc.md section 3).\n"
+             "log block, 2-byte slot, big-endian (docs/reference/sql-server-cdc.md).\n"
              "Immutable, ordered as the log, hashable; str() gives '0x' + 20 upper-case hex\n"
              "digits and bytes() the 10 bytes. Lsn(str) is Lsn.parse(str).");
 

@@ -44,7 +44,7 @@ static void format_is(const mc_lsn *lsn, const char *expected) {
 
 static void test_parse_canonical_example(void **state) {
   (void)state;
-  /* reference/sqlserver-cdc.md section 3: VLF 42, block 500, slot 3 */
+  /* docs/reference/sql-server-cdc.md: VLF 42, block 500, slot 3 */
   mc_lsn lsn = parse_ok("0x0000002A000001F40003");
   static const unsigned char expected[10] = {0, 0, 0, 0x2A, 0, 0, 0x01, 0xF4, 0, 3};
   assert_memory_equal(lsn.bytes, expected, 10);

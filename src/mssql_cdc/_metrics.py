@@ -4,7 +4,7 @@ Each partition of a micro-batch writes one JSON file (its round trip, read time,
 network wait; the batch's last partition also where the stream is: retention watermark, source
 max commit, capture lag, end of the batch), and the reader writes one event file per schema
 change, capture-instance switch or data skip. The sink folds them into the batch's facts row and
-deletes them (reference/compat-reference.md section 2.2 ``metricsPath``, 4.2).
+deletes them (``metricsPath`` in docs/data-sources.md; the facts table in docs/sink.md).
 
 Contract (both sides use only this module):
 
@@ -108,7 +108,7 @@ class MetricsDir:
 
     def write_chunk(self, chunk: int, payload: dict[str, Any]) -> bool:
         """Writes a snapshot chunk's file ``chunk-<chunk>.json`` (rows, bytes, seconds,
-        ``max_lsn`` after the read; compat-reference 2.2 ``snapshotChunks``); a retried task
+        ``max_lsn`` after the read; ``snapshotChunks`` in docs/data-sources.md); a retried task
         overwrites it."""
         return self._write(f"chunk-{int(chunk)}.json", {"chunk": int(chunk), **payload})
 

@@ -18,7 +18,7 @@ The tree, by layer::
 
 Bad options and arguments raise the built-in ``ValueError`` / ``TypeError``, naming the option,
 the value received and what is allowed; a missing grant raises ``PermissionError`` holding the
-exact GRANT to run (reference/compat-reference.md section 1.15).
+exact GRANT to run (docs/data-sources.md, "Failures").
 
 No exception message or repr ever holds a password or an access token.
 """

@@ -2,8 +2,8 @@
 
 ``finalized_until`` says every period ending at or before it is complete: the stream has read
 past it and, since batches never pass ``sys.fn_cdc_get_max_lsn()`` and capture writes in commit
-order, no commit at or before it can still arrive (reference/compat-reference.md sections 1.12,
-4.3 and 5.6; ADR 0012). The verdict is the commit time of a batch's end offset truncated to the
+order, no commit at or before it can still arrive (docs/sink.md, "Finalization";
+ADR 0012). The verdict is the commit time of a batch's end offset truncated to the
 granularity, and it only moves forward.
 
 * :func:`advance` MERGEs a batch end into the control table (batch mode: after an availableNow

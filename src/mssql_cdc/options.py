@@ -1,4 +1,4 @@
-"""The data sources' options: names, defaults, validation (reference/compat-reference.md 2.1-2.2).
+"""The data sources' options: names, defaults, validation (docs/data-sources.md#options).
 
 Spark hands a data source its options as strings under lower-cased names; users pass them in
 any case. :func:`parse_options` turns them into a frozen :class:`ReaderOptions` once, on the

@@ -2,8 +2,8 @@
 values every third-party driver test checks (issue 4, proof 2: agreement).
 
 Where the native client's Arrow types deliberately differ from the Python drivers' objects (the
-bronze type map, SPEC section 7), the expected value is converted here, column family by column
-family, never per column."""
+bronze type map, docs/reference/bronze-schema.md), the expected value is converted here, column
+family by column family, never per column."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import golden
 from mssql_cdc import _native
 
-#: sql_variant is rendered as text, as CAST(value AS nvarchar) gives it (SPEC section 7),
+#: sql_variant is rendered as text, as CAST(value AS nvarchar) gives it (bronze-schema.md),
 #: except binary, which SQL Server would reinterpret as UTF-16 and we show as 0x hex.
 VARIANT_TEXT = {
     "variant_int": "123",

@@ -47,7 +47,7 @@ def test_typed_values_decode_exactly(conn):
         "CAST(NULL AS int) AS n"
     )
     table = pa.table(result)
-    # tinyint is unsigned; the bronze type map widens it to SMALLINT (compat-reference 3.4)
+    # tinyint is unsigned; the bronze type map widens it to SMALLINT (bronze-schema.md)
     assert table.schema.field("ti").type == pa.int16()
     assert table.schema.field("d").type == pa.decimal128(9, 4)
     assert table.schema.field("m").type == pa.decimal128(19, 4)

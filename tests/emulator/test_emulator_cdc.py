@@ -1,5 +1,5 @@
 """CDC semantics of the emulator, each documented rule its own test
-(reference/sqlserver-cdc.md)."""
+(docs/reference/sql-server-cdc.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Local Spark from mssql_cdc.spark.get_spark: Delta configured from the Maven-fetched jars,
 UTC session time zone, and Delta's idempotent writes (txnAppId / txnVersion), which the sink's
-exactly-once protocol rests on (reference/spark-python-datasource.md section 5)."""
+exactly-once protocol rests on (Delta Lake docs, "Idempotent table writes in foreachBatch")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Synthetic change rows in the stream's output schema (compat-reference section 3.1 metadata
+"""Synthetic change rows in the stream's output schema (docs/reference/bronze-schema.md metadata
 columns, then two captured columns) and metrics files as the reader's tasks write them."""
 
 from __future__ import annotations

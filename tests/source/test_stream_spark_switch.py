@@ -1,5 +1,6 @@
 """A capture instance with a newer sibling is followed at the newer one's start_lsn (issue 5,
-item 6; compat-reference 3.1 ``_capture_instance``, 5.5), in local Spark against the emulator."""
+item 6; ``_capture_instance`` in docs/reference/bronze-schema.md), in local Spark against the
+emulator."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ lsn_bytes = st.binary(min_size=10, max_size=10)
 
 
 def test_parse_gives_the_documented_example_parts():
-    # reference/sqlserver-cdc.md section 3: VLF 42, block 500, slot 3.
+    # docs/reference/sql-server-cdc.md: VLF 42, block 500, slot 3.
     lsn = Lsn.parse("0x0000002A000001F40003")
     assert (lsn.vlf, lsn.block, lsn.slot) == (42, 500, 3)
     assert bytes(lsn) == bytes.fromhex("0000002A000001F40003")

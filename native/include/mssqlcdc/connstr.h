@@ -6,8 +6,9 @@
  * Pairs are separated by ';', keys are matched ignoring case and surrounding spaces, values are
  * trimmed unless braced; a braced value runs to the matching '}' with "}}" standing for one '}'
  * (the ODBC connection-string grammar). A key given twice keeps its last value. Keywords and
- * defaults follow Microsoft ODBC Driver 18 (SPEC section 3): Encrypt defaults to yes (mandatory)
- * and the certificate is validated unless TrustServerCertificate=yes.
+ * defaults follow Microsoft ODBC Driver 18 ("DSN and connection string keywords", Microsoft Learn):
+ * Encrypt defaults to yes (mandatory) and the certificate is validated unless
+ * TrustServerCertificate=yes.
  *
  * Secrets: the password is held in a fixed buffer that mc_conn_params_clear wipes; no error
  * message ever quotes the value of PWD / Password.

@@ -3,8 +3,8 @@
  *
  * An LSN is binary(10): a 4-byte VLF sequence number, a 4-byte log block number and a 2-byte
  * slot, all big-endian, so an unsigned byte-wise compare is the log order
- * (reference/sqlserver-cdc.md section 3). __$start_lsn, __$seqval, commit LSNs and the
- * lsn_time_mapping bounds all use this format.
+ * (docs/reference/sql-server-cdc.md#log-sequence-numbers). __$start_lsn, __$seqval, commit LSNs and
+ * the lsn_time_mapping bounds all use this format.
  *
  * Text forms handled here:
  *   canonical  "0x0000002A000001F40003"   (0x + 20 upper-case hex digits, a T-SQL literal)

@@ -4,7 +4,7 @@
  * The client's PRELOGIN says which version it speaks, whether it wants encryption and whether
  * it will log in with a federated-authentication token; the server's answer says what it will
  * do. In TDS 7.x the TLS handshake then rides inside PRELOGIN packets; in TDS 8.0 ("strict")
- * TLS comes first and PRELOGIN travels inside it (MS-TDS 3.2.5.1, reference/tds-and-arrow.md).
+ * TLS comes first and PRELOGIN travels inside it (MS-TDS 2.2.6.5, 3.2.5.1).
  */
 #ifndef MSSQLCDC_PRELOGIN_H
 #define MSSQLCDC_PRELOGIN_H

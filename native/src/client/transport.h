@@ -2,7 +2,7 @@
  * transport.h (private): the byte pipe under a TDS connection: a TCP socket with deadlines,
  * optionally wrapped in TLS through OpenSSL memory BIOs.
  *
- * TLS comes in three shapes (MS-TDS 2.2.6.5, 3.3.5.2; reference/tds-and-arrow.md section 1):
+ * TLS comes in three shapes (MS-TDS 2.2.6.5, 3.2.5.1, 3.3.5.2):
  *  - TDS 7.x: the handshake records travel as the payload of PRELOGIN (0x12) packets; after it,
  *    TLS records go straight on TCP. Limited to TLS 1.2, as SQL Server's 7.x path is.
  *  - login only: as 7.x, but TLS is dropped after the LOGIN7 packet (mc_transport_tls_drop).

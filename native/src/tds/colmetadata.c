@@ -2,8 +2,8 @@
  * colmetadata.c: the COLMETADATA token (MS-TDS 2.2.7.4) and TYPE_INFO (2.2.5.6): parses each
  * column's type, length, precision, scale and collation, then builds the decode plan once per
  * result set: the Arrow type (mc_tds_arrow_type, the one table of that choice, after the
- * bronze type map of SPEC section 7) and the value decoder (mc_tds_pick_decoder), so that the
- * row loop never switches on the SQL type.
+ * bronze type map, docs/reference/bronze-schema.md) and the value decoder (mc_tds_pick_decoder), so
+ * that the row loop never switches on the SQL type.
  */
 #include <stdlib.h>
 

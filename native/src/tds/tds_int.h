@@ -182,7 +182,7 @@ typedef struct mc_tds_cell {
  * unsupported type or an impossible length. */
 mc_status mc_tds_type_info_parse(mc_rd *r, mc_tds_column *c, mc_error *err);
 
-/* Chooses the Arrow type of a SQL type (the bronze type map, SPEC section 7) into
+/* Chooses the Arrow type of a SQL type (the bronze type map, docs/reference/bronze-schema.md) into
  * c->arrow / arrow_precision / arrow_scale. The one table of that choice. */
 void mc_tds_arrow_type(mc_tds_column *c);
 

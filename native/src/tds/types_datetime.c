@@ -2,7 +2,7 @@
  * types_datetime.c: date and time values (MS-TDS 2.2.5.5.1.7 datetime/smalldatetime,
  * 2.2.5.5.1.8 date, time, datetime2, datetimeoffset).
  *
- * Conventions (SPEC section 7, reference/tds-and-arrow.md section 2):
+ * Conventions (docs/reference/bronze-schema.md; MS-TDS 2.2.5.5.1.8):
  *  - datetime (days since 1900-01-01 + 1/300 s ticks) -> timestamp[us], rounded to the
  *    millisecond as SQL Server itself displays it (.003, .007; ticks * 10/3 rounded).
  *  - smalldatetime (days since 1900 + minutes) -> timestamp[us].

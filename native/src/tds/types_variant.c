@@ -1,7 +1,8 @@
 /*
  * types_variant.c: sql_variant values (MS-TDS 2.2.5.5.4: a base type byte, a property byte
  * count, the properties, then the value) rendered as text the way
- * CAST(value AS nvarchar(4000)) renders them in SQL Server (SPEC section 7):
+ * CAST(value AS nvarchar(4000)) renders them in SQL Server (MS-TDS 2.2.5.5.4;
+ * docs/reference/bronze-schema.md):
  *
  *  - integers, bit ("0"/"1"), decimal/numeric (all scale digits), uniqueidentifier (upper case);
  *  - money/smallmoney: style 0, two decimals, rounded half away from zero ("1234.57");

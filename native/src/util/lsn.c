@@ -3,7 +3,8 @@
  *
  * The arithmetic treats the 10 bytes as one 80-bit big-endian unsigned integer: that is what
  * "the next possible LSN, with none in between" means for sys.fn_cdc_increment_lsn, since a slot
- * of 0xFFFF is followed by slot 0 of the next block (reference/sqlserver-cdc.md sections 2-3).
+ * of 0xFFFF is followed by slot 0 of the next block
+ * (docs/reference/sql-server-cdc.md#log-sequence-numbers).
  */
 #include "mssqlcdc/lsn.h"
 

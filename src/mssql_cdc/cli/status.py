@@ -1,8 +1,8 @@
 """``mssql-cdc status``: what a facts table says about each stream.
 
 Runs on the driver with Spark: one aggregation per stream over the micro-batch rows
-(``event IS NULL``) and the newest event rows (reference/compat-reference.md sections 4.2,
-5.8).
+(``event IS NULL``) and the newest event rows (the facts table,
+docs/sink.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Change data capture: capture instances, the capture scan, LSN functions and cleanup.
 
-Behaviour follows reference/sqlserver-cdc.md:
+Behaviour follows SQL Server's (docs/reference/sql-server-cdc.md):
 
 * capture is asynchronous: committed transactions wait in the log until a scan (the capture
   job, or ``sys.sp_cdc_scan``) copies their changes into ``cdc.<ci>_CT`` and writes

@@ -1,13 +1,15 @@
 """The change-data query functions and ``sys.fn_cdc_map_time_to_lsn``.
 
 * ``cdc.fn_cdc_get_all_changes_<ci>(from, to, N'all' | N'all update old')``: a closed interval on
-  ``__$start_lsn``; ``all`` omits the update before-images (operation 3) [D-ALL].
+  ``__$start_lsn``; ``all`` omits the update before-images (operation 3)
+  ("cdc.fn_cdc_get_all_changes_<capture_instance>", Microsoft Learn).
 * ``cdc.fn_cdc_get_net_changes_<ci>(from, to, N'all' | N'all with mask' | N'all with merge')``
   exists only when the instance supports net changes; one row per row key with the final
   content and the LSN of the last change. A row inserted in the range is operation 2, a row that
   existed before is 4 (update) or 1 (delete); a row inserted and deleted in the range is left
   out. ``all`` gives a NULL mask, ``all with mask`` the updated columns of operation 4 rows,
-  ``all with merge`` operation 5 for insert-or-update and 1 for delete [D-NET].
+  ``all with merge`` operation 5 for insert-or-update and 1 for delete
+  ("cdc.fn_cdc_get_net_changes_<capture_instance>", Microsoft Learn).
 * Both validate like ``sys.fn_cdc_check_parameters``: NULL, out-of-range or reversed LSNs and
   unknown row filters raise 313; a caller without access gets 229 (:mod:`security`).
 * ``sys.fn_cdc_map_time_to_lsn(op, time)`` matches ``tran_end_time``: the "largest less than

@@ -1,6 +1,7 @@
 """CDC cleanup: the retention-based cleanup job and ``sys.sp_cdc_cleanup_change_table``.
 
-reference/sqlserver-cdc.md section 4 ([D-ADMIN]): the job's new low watermark is
+"Administer and monitor change data capture" (Microsoft Learn; docs/reference/sql-server-cdc.md):
+the job's new low watermark is
 ``MAX(tran_end_time) - retention`` mapped to an LSN of ``cdc.lsn_time_mapping``; it sets every
 capture instance's ``start_lsn`` in one transaction, then deletes change rows below it (at most
 ``threshold`` rows per statement, default 5000) and the mapping rows below every instance's low
@@ -94,7 +95,7 @@ def run_cleanup_job(state: CdcState, retention_minutes: int | None = None) -> in
     for instance in list(state.instances.values()):
         try:
             deleted += _delete_below(state, instance, state.threshold)
-        except Exception:  # a failure on one table does not stop the others [D-ADMIN]
+        except Exception:  # a failure on one table does not stop the others
             log.exception("cleanup of %s failed", instance.change_table)
     _trim_mapping(state)
     log.info("cleanup: low watermark %s, %d change rows deleted", watermark.hex(), deleted)

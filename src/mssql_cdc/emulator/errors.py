@@ -2,7 +2,7 @@
 
 Texts are SQL Server's (``sys.messages``) with the placeholders filled in; numbers used:
 102 syntax, 201 missing parameter, 207 invalid column, 208 invalid object, 229 permission,
-245 conversion, 313 CDC range (reference/sqlserver-cdc.md section 4), 515 NULL into NOT NULL,
+245 conversion, 313 CDC range ("Work with change data", Microsoft Learn), 515 NULL into NOT NULL,
 2627 primary key, 2812 unknown procedure, 3902/3903 COMMIT/ROLLBACK without BEGIN, 18456 login,
 22901-22962 CDC configuration, 40517 unsupported statement.
 """

@@ -1,5 +1,5 @@
 """``stream(spark, options)`` and ``CdcStream.to_delta(...)``: the common pipeline, declared
-once (docs/streaming.md; reference/compat-reference.md sections 1.4, 1.5, 2.3, 5.1).
+once (docs/streaming.md).
 
 Runs on the driver. ``to_delta`` checks its arguments, resolves the metrics directory, takes or
 finds the bootstrap snapshot when asked, then starts ``readStream.format("mssql_cdc")`` written

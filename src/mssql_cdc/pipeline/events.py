@@ -1,8 +1,8 @@
 """Facts rows of a bootstrap: ``snapshot_open`` (before the read) and ``bootstrap`` (after it).
 
 Plain Python, no Spark: each function returns a tuple in the column order of the facts table
-(``mssql_cdc.sink.comments.FACTS_COLUMNS``, reference/compat-reference.md sections 4.2.1 and
-4.2.2). The sink's ``facts`` module writes micro-batch and schema event rows only, so the two
+(``mssql_cdc.sink.comments.FACTS_COLUMNS``, docs/sink.md#the-facts-table).
+The sink's ``facts`` module writes micro-batch and schema event rows only, so the two
 snapshot rows are built here. Times are naive UTC ``datetime`` (TIMESTAMP_NTZ).
 """
 

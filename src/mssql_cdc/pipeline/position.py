@@ -1,7 +1,7 @@
 """The source side of a bootstrap: the snapshot LSN and the table's capture instances.
 
 Runs in the calling Python process (the driver), on one connection of the native client,
-before the snapshot is read (reference/compat-reference.md section 5.2, rule 4).
+before the snapshot is read (docs/streaming.md#bootstrap).
 """
 
 from __future__ import annotations

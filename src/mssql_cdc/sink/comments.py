@@ -1,7 +1,7 @@
 """Column lists and comments of the tables the sink and finalization create.
 
 Pure data, no Spark: each table is a list of ``(name, sql_type, comment)`` in table order plus a
-table comment (reference/compat-reference.md sections 3.2, 4.2 and 4.3, in our own words).
+table comment (docs/reference/bronze-schema.md, docs/sink.md).
 ``docs/sink.md`` describes the same columns; ``tests/sink`` checks the two agree.
 """
 

@@ -1,7 +1,7 @@
 """Facts rows: a micro-batch's counts and metrics, and its event rows, as plain Python values.
 
 No Spark here: :func:`batch_row` and :func:`event_rows` return tuples in the column order of
-``comments.FACTS_COLUMNS`` (reference/compat-reference.md sections 4.2, 4.2.1, 4.2.2) that the
+``comments.FACTS_COLUMNS`` (docs/sink.md#the-facts-table) that the
 sink turns into one DataFrame and appends in one commit. Times are naive ``datetime`` in UTC
 (TIMESTAMP_NTZ).
 

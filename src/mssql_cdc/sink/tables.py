@@ -3,7 +3,7 @@ appends, creation with comments and Delta's recorded transaction versions.
 
 Everything here runs on the driver. A table reference is a catalog name (``bronze.orders``) or a
 path: ``delta.`/data/orders``` or anything with ``/`` or ``:`` in it (``/data/orders``,
-``s3://bucket/orders``), as in reference/compat-reference.md section 4.
+``s3://bucket/orders``), (docs/sink.md).
 """
 
 from __future__ import annotations

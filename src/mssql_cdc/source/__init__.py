@@ -1,5 +1,5 @@
-"""The Spark data sources ``mssql_cdc`` and ``mssql_cdc_snapshot`` (reference/compat-reference.md
-sections 1.2-1.3, 2.2, 3).
+"""The Spark data sources ``mssql_cdc`` and ``mssql_cdc_snapshot`` (docs/data-sources.md,
+docs/reference/bronze-schema.md).
 
 Importing this package does not import PySpark; :mod:`mssql_cdc.source.datasource` does.
 """

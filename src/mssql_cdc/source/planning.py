@@ -2,9 +2,10 @@
 
 Pure functions over LSNs and counts (the driver fetches them), so they are tested without a
 server. A batch covers the commits ``low <= lsn <= high``; each capture instance of the table
-reads from its ``start_lsn`` until the next newer instance's ``start_lsn`` (compat-reference 5.5
-rule 6), and each instance's part is cut at commit boundaries into ranges of about equal change
-rows, at least ``min_rows`` each, at most ``max_parts`` in all.
+reads from its ``start_lsn`` until the next newer instance's ``start_lsn``
+(docs/reference/sql-server-cdc.md, "Schema changes and capture instances"), and each
+instance's part is cut at commit boundaries into ranges of about equal change rows, at least
+``min_rows`` each, at most ``max_parts`` in all.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Data loss: the message, the WARNING and the ``data_skipped`` event (compat-reference 5.4).
+"""Data loss: the message, the WARNING and the ``data_skipped`` event
+(docs/data-sources.md#failures).
 
 CDC cleanup deletes change rows by age, whatever a reader still needs. The stream checks twice
 per range: on the driver before planning (the first LSN to read is below the capture
@@ -69,7 +70,7 @@ def record_skip(
         "to": str(min_lsn.prev()),
         "certain": certain,
         "capture_instance": capture_instance,
-        # the facts row's min_lsn = max_lsn: where the stream resumed (compat-reference 4.2.1)
+        # the facts row's min_lsn = max_lsn: where the stream resumed (docs/sink.md#the-facts-table)
         "lsn": str(min_lsn),
     }
     if lost_from_ts:

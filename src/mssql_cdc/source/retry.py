@@ -1,4 +1,4 @@
-"""Driver-side retries of transient SQL Server errors (compat-reference 5.1 rule 10).
+"""Driver-side retries of transient SQL Server errors (docs/data-sources.md#failures).
 
 Connection loss, failover, a deadlock (1205) and timeouts are retried on a new connection up to
 three times, waiting 1, 3 and 9 seconds (about 14 s in all), each with a WARNING under

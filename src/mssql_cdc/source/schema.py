@@ -1,8 +1,9 @@
-"""The output schema: six metadata columns, then the captured columns (compat-reference 3.1, 3.4).
+"""The output schema: six metadata columns, then the captured columns
+(docs/reference/bronze-schema.md).
 
 Types are kept as Spark DDL type names (``INT``, ``DECIMAL(19,4)``, ``TIMESTAMP_NTZ``) so this
 module needs no Spark; :mod:`mssql_cdc.source.sparktypes` turns them into a ``StructType``.
-The type map is SPEC section 7: the reference's map plus ``sql_variant`` and ``hierarchyid`` as
+The type map is docs/reference/bronze-schema.md#type-map: ``sql_variant`` and ``hierarchyid`` are
 STRING and ``geography``/``geometry`` (and other CLR types) as BINARY (WKB for the spatial types).
 """
 
@@ -117,7 +118,8 @@ def _decimal(type_text: str) -> tuple[int, int] | None:
 
 
 def holds(new: str, old: str) -> bool:
-    """Whether Spark type ``new`` holds every value of ``old`` (compat-reference 5.5 rule 3)."""
+    """Whether Spark type ``new`` holds every value of ``old`` (docs/reference/bronze-schema.md,
+    "Type map")."""
     if new == old or (old, new) in _WIDENING:
         return True
     new_dec, old_dec = _decimal(new), _decimal(old)
