@@ -1,6 +1,6 @@
 /*
  * test_tds_capture.c: decodes responses written by a real SQL Server, taken from
- * /work/shared/data/tds-captures/mssql_tds.pcap (see data/README.md for how the fixtures were
+ * nDPI's mssql_tds.pcap test capture (see data/README.md for its source and how the fixtures were
  * extracted: server-to-client TCP payloads, TDS packet headers stripped). Asserts the decoded
  * COLMETADATA (nchar, char, int), ROW values, DONE* and RETURNSTATUS, re-splits every response
  * at every byte, and checks that every cut response reports incomplete instead of crashing.

@@ -21,10 +21,8 @@ from mssql_cdc.emulator import DEFAULT_PASSWORD  # noqa: E402
 from mssql_cdc.emulator.adventureworks import default_directory, parse_type, read_tables  # noqa: E402
 from mssql_cdc.emulator.types import MAX, scalar  # noqa: E402
 
-try:
-    DATA = default_directory()
-except FileNotFoundError:  # pragma: no cover - the shared data is part of the set-up
-    pytest.skip("no AdventureWorks data (../shared/data/adventureworks)", allow_module_level=True)
+# the packaged data (or $MSSQL_CDC_ADVENTUREWORKS): missing data fails collection, never skips
+DATA = default_directory()
 TABLES = json.loads((DATA / "tables.json").read_text(encoding="utf-8"))["tables"]
 
 

@@ -22,10 +22,8 @@ from mssql_cdc.emulator.workload import (  # noqa: E402
     verify_capture,
 )
 
-try:
-    DATA = default_directory()
-except FileNotFoundError:  # pragma: no cover - the shared data is part of the set-up
-    pytest.skip("no AdventureWorks data (../shared/data/adventureworks)", allow_module_level=True)
+# the packaged data (or $MSSQL_CDC_ADVENTUREWORKS): missing data fails collection, never skips
+DATA = default_directory()
 
 TABLES = ["Sales.Customer", "Person.EmailAddress"]
 CHANGES = (

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from mssql_cdc.emulator.adventureworks import default_directory
 from mssql_cdc.emulator.adventureworks import load as load_adventureworks
 from mssql_cdc.emulator.clock import Clock
 from mssql_cdc.emulator.database import DEFAULT_POLLING_INTERVAL, Database
@@ -33,8 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="SQL Server CDC emulator (TDS server). Log in as 'sa'.",
         epilog=(
             "Once listening it prints one line 'ready HOST:PORT' on stdout; SIGTERM or SIGINT "
-            "stops it. With --adventureworks DIR (the directory holding tables.json, e.g. "
-            "../shared/data/adventureworks) the six AdventureWorks tables (Sales.Customer, "
+            "stops it. With --adventureworks (the packaged data, or DIR holding tables.json) "
+            "the six AdventureWorks tables (Sales.Customer, "
             "Sales.CurrencyRate, Person.EmailAddress, Production.Product, "
             "Purchasing.PurchaseOrderHeader, Purchasing.PurchaseOrderDetail) are created and "
             "loaded before 'ready'. Drive them with a live workload: python -m "
@@ -57,7 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--adventureworks",
         metavar="DIR",
-        help="create and load the AdventureWorks tables of DIR/tables.json before listening",
+        nargs="?",
+        const="",
+        help=(
+            "create and load the AdventureWorks tables before listening: the copy packaged with "
+            "mssql_cdc, or that of DIR/tables.json"
+        ),
     )
     parser.add_argument(
         "--adventureworks-tables",
@@ -107,6 +113,11 @@ async def _run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.adventureworks == "":
+        try:
+            args.adventureworks = str(default_directory())
+        except FileNotFoundError as exc:
+            build_parser().error(f"--adventureworks: {exc}")
     if bool(args.tls_cert) != bool(args.tls_key):
         build_parser().error("--tls-cert and --tls-key go together")
     if args.adventureworks_tables and not args.adventureworks:

@@ -1,11 +1,11 @@
 """AdventureWorks loader: six tables of Microsoft's sample database into the emulator.
 
-Reads ``tables.json`` of a data directory (the project's is ``../shared/data/adventureworks``)
-and, per table, creates the SQL Server table in its schema (declared types, with alias types
-such as ``dbo.Name`` already given as their base type; nullability; IDENTITY; computed
-columns; primary key) and bulk-loads the data file into the engine, bypassing T-SQL: the file
-is split in Python, staged as an Arrow table of strings and cast by DuckDB in one
-``INSERT ... SELECT``, so the whole set loads in about a second.
+Reads ``tables.json`` of a data directory (the package ships one: ``data/adventureworks`` next
+to this module, see :func:`default_directory`) and, per table, creates the SQL Server table in
+its schema (declared types, with alias types such as ``dbo.Name`` already given as their base
+type; nullability; IDENTITY; computed columns; primary key) and bulk-loads the data file into
+the engine, bypassing T-SQL: the file is split in Python, staged as an Arrow table of strings
+and cast by DuckDB in one ``INSERT ... SELECT``, so the whole set loads in about a second.
 
 What SQL Server would do and this loader copies:
 
@@ -16,6 +16,7 @@ What SQL Server would do and this loader copies:
 * ``datetime`` values are stored in their canonical text, rounded to 1/300 s;
 * an empty field is NULL (``tables.json``'s ``about``).
 
+A data file ``X.csv`` may be stored gzip-compressed as ``X.csv.gz`` (the packaged copy is).
 Files are decoded as UTF-8 unless they start with a UTF-16 or UTF-8 byte order mark. The load
 is not a logged transaction: it happens before any table has a capture instance, like a
 database restored from a backup.
@@ -23,6 +24,7 @@ database restored from a backup.
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import os
@@ -52,6 +54,7 @@ __all__ = [
     "TableSpec",
     "default_directory",
     "load",
+    "packaged_directory",
     "parse_type",
     "read_rows",
     "read_tables",
@@ -59,7 +62,7 @@ __all__ = [
 
 log = logging.getLogger("mssql_cdc.emulator.adventureworks")
 
-#: environment variable naming the data directory (else ``../shared/data/adventureworks``)
+#: environment variable naming the data directory (else the packaged copy)
 ENV_DIR = "MSSQL_CDC_ADVENTUREWORKS"
 _TYPE = re.compile(r"^\s*(\w+)\s*(?:\(\s*(\w+)\s*(?:,\s*(\d+)\s*)?\))?\s*$")
 _BOMS = (
@@ -184,21 +187,27 @@ class LoadReport:
         return {t.qualified: t.rows for t in self.tables}
 
 
+def packaged_directory() -> Path:
+    """The AdventureWorks data shipped inside the package (``data/adventureworks``: tables.json,
+    the gzip-compressed data files, Microsoft's MIT license and a README on provenance)."""
+    return Path(__file__).resolve().parent / "data" / "adventureworks"
+
+
 def default_directory() -> Path:
-    """``$MSSQL_CDC_ADVENTUREWORKS``, else the first ``../shared/data/adventureworks`` found
-    from the working directory or this package upwards."""
+    """``$MSSQL_CDC_ADVENTUREWORKS`` when set, else :func:`packaged_directory`.
+
+    Raises ``FileNotFoundError`` naming the directory when it holds no ``tables.json`` (an
+    installation without the package data, or a wrong ``$MSSQL_CDC_ADVENTUREWORKS``).
+    """
     env = os.environ.get(ENV_DIR)
-    if env:
-        return Path(env)
-    starts = [Path.cwd(), Path(__file__).resolve().parent]
-    for start in starts:
-        for base in (start, *start.parents):
-            candidate = base.parent / "shared" / "data" / "adventureworks"
-            if (candidate / "tables.json").is_file():
-                return candidate
-    raise FileNotFoundError(
-        f"no AdventureWorks data found: set {ENV_DIR} or pass the directory holding tables.json"
-    )
+    directory = Path(env) if env else packaged_directory()
+    if not (directory / "tables.json").is_file():
+        source = f"${ENV_DIR}" if env else "the mssql_cdc package"
+        raise FileNotFoundError(
+            f"no AdventureWorks data: {directory} (from {source}) holds no tables.json; set "
+            f"{ENV_DIR} to the directory holding tables.json and the data files"
+        )
+    return directory
 
 
 def _column(raw: Sequence[object]) -> ColumnSpec:
@@ -247,7 +256,12 @@ def read_rows(spec: TableSpec, directory: str | Path) -> list[list[str]]:
     the row count tables.json gives.
     """
     path = Path(directory) / spec.file
-    text = _decode(path.read_bytes())
+    compressed = path.with_name(path.name + ".gz")
+    if not path.is_file() and compressed.is_file():
+        path = compressed
+        text = _decode(gzip.decompress(path.read_bytes()))
+    else:
+        text = _decode(path.read_bytes())
     row_sep = spec.row_sep
     if "\r\n" in text and "\r\n" not in row_sep and row_sep.endswith("\n"):
         text = text.replace("\r\n", "\n")  # a file that went through a Windows checkout

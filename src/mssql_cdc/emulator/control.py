@@ -153,7 +153,8 @@ class Emulator:
         self, directory: str | Path | None = None, tables: Iterable[str] | None = None
     ) -> LoadReport:
         """Create and bulk-load the AdventureWorks tables (all, or ``tables`` such as
-        ``["Sales.Customer"]``) from ``directory`` (default: the project's shared data)."""
+        ``["Sales.Customer"]``) from ``directory`` (default: the packaged copy, see
+        :func:`~mssql_cdc.emulator.adventureworks.default_directory`)."""
         return load(self.db, directory, tables)
 
     # --- CDC levers ---
