@@ -1,10 +1,12 @@
 """Local Spark sessions with Delta Lake, for the demo, the tests and notebooks off-platform.
 
 On a platform (Databricks, EMR, ...) :func:`get_spark` returns the session that is already
-running; elsewhere it builds a local one with Delta configured from jars on disk. The jars are
-fetched ahead of time with Maven by ``scripts/setup.sh`` (never resolved by Spark's Ivy at run
-time, ADR 0003), into ``<sys.prefix>/share/mssql_cdc/jars`` or the directory named by the
-``MSSQL_CDC_JARS`` environment variable.
+running; elsewhere it builds a local one with Delta configured. In a checkout the jars are on
+disk: ``scripts/setup.sh`` fetches them with Maven into ``<sys.prefix>/share/mssql_cdc/jars``
+(ADR 0003), or ``MSSQL_CDC_JARS`` names a directory holding them. After a plain
+``pip install 'mssql-cdc[spark]'`` there is no such directory, so Spark resolves the
+``io.delta:delta-spark`` package matching the installed delta-spark and pyspark from Maven
+Central when the session starts (``spark.jars.packages``, ADR 0045).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["delta_jars", "get_spark"]
+__all__ = ["delta_jars", "delta_package", "get_spark"]
 
 _log = logging.getLogger("mssql_cdc.spark")
 
@@ -49,6 +51,56 @@ def delta_jars() -> list[Path]:
     return jars
 
 
+def delta_package(delta_version: str | None = None, spark_version: str | None = None) -> str:
+    """Return the Maven coordinate of the Delta jar for a Delta and a Spark version.
+
+    Args:
+        delta_version: the delta-spark release; default: the installed ``delta-spark``.
+        spark_version: the Spark release; default: the installed ``pyspark``.
+
+    Returns:
+        ``io.delta:delta-spark_<spark major.minor>_2.13:<delta>`` for Delta 4.1 and later, which
+        publish one artifact per Spark minor version; ``io.delta:delta-spark_2.13:<delta>``
+        before (Delta 4.0 is built for Spark 4.0 only).
+
+    Raises:
+        ModuleNotFoundError: a version is not given and its package is not installed; the
+            message names the extra to install.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        delta = delta_version or version("delta-spark")
+        spark = spark_version or version("pyspark")
+    except PackageNotFoundError as exc:
+        raise ModuleNotFoundError(
+            f"{exc.name or exc} is not installed: pip install 'mssql-cdc[spark]' "
+            "(or a matching pyspark and delta-spark pair)"
+        ) from exc
+    delta_mm = tuple(int(x) for x in delta.split(".")[:2])
+    spark_mm = ".".join(spark.split(".")[:2])
+    artifact = "delta-spark_2.13" if delta_mm < (4, 1) else f"delta-spark_{spark_mm}_2.13"
+    return f"io.delta:{artifact}:{delta}"
+
+
+def _delta_classpath() -> tuple[str, str]:
+    """The Spark setting that puts Delta on the class path: ``("spark.jars", paths)`` when the
+    jars are on disk, else ``("spark.jars.packages", coordinate)``. A ``MSSQL_CDC_JARS`` that
+    holds no Delta jar is an error, not a fallback: the user named that directory."""
+    try:
+        return "spark.jars", ",".join(str(j) for j in delta_jars())
+    except FileNotFoundError:
+        if os.environ.get(JARS_ENV):
+            raise
+    package = delta_package()
+    _log.info(
+        "no Delta jars in %s: Spark resolves %s from Maven Central (spark.jars.packages)",
+        Path(sys.prefix) / "share/mssql_cdc/jars",
+        package,
+    )
+    return "spark.jars.packages", package
+
+
 def get_spark(
     app_name: str = "mssql-cdc",
     master: str = "local[*]",
@@ -66,11 +118,15 @@ def get_spark(
 
     Returns:
         The active session if there is one; with ``SPARK_REMOTE`` set, a Spark Connect session
-        to that server; otherwise a new local session whose SQL session time zone is UTC.
+        to that server; otherwise a new local session whose SQL session time zone is UTC. Its
+        Delta jars come from disk (:func:`delta_jars`) or, when there are none, from Maven
+        Central through ``spark.jars.packages`` (:func:`delta_package`).
 
     Raises:
-        FileNotFoundError: ``delta`` is true and no Delta jars are on disk (see
-            :func:`delta_jars`).
+        FileNotFoundError: ``delta`` is true and ``MSSQL_CDC_JARS`` names a directory without
+            the Delta jars.
+        ModuleNotFoundError: ``delta`` is true, no jars are on disk and delta-spark is not
+            installed.
     """
     from pyspark.sql import SparkSession
 
@@ -93,9 +149,9 @@ def get_spark(
         .config("spark.ui.showConsoleProgress", "false")
     )
     if delta:
-        jars = delta_jars()
+        key, value = _delta_classpath()
         builder = (
-            builder.config("spark.jars", ",".join(str(j) for j in jars))
+            builder.config(key, value)
             .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
             .config(
                 "spark.sql.catalog.spark_catalog",

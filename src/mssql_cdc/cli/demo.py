@@ -165,7 +165,7 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
         0 when every bronze table holds exactly its capture instance's change history, else 1.
 
     Raises:
-        FileNotFoundError: no Delta jars (run ``make setup``) or no AdventureWorks data.
+        FileNotFoundError: ``MSSQL_CDC_JARS`` without the Delta jars, or no AdventureWorks data.
     """
     from pyspark.sql import SparkSession
 
