@@ -224,7 +224,11 @@ def test_alias_types_are_read_as_their_base_types():
 
 
 @pytest.mark.skipif(bool(os.environ.get("MSSQL_CDC_TEST_SERVER")), reason="starts an emulator")
-def test_command_line_loads_before_it_prints_ready():
+@pytest.mark.parametrize("directory", [[str(DATA)], []], ids=["given", "packaged"])
+def test_command_line_loads_before_it_prints_ready(directory):
+    # "packaged": --adventureworks alone, run from / (no checkout around it) without the
+    # environment variable, loads the copy inside the package
+    env = {k: v for k, v in os.environ.items() if k != "MSSQL_CDC_ADVENTUREWORKS"}
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -233,13 +237,15 @@ def test_command_line_loads_before_it_prints_ready():
             "--port",
             "0",
             "--adventureworks",
-            str(DATA),
+            *directory,
             "--adventureworks-tables",
             "Sales.CurrencyRate,Production.Product",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
+        cwd="/",
+        env=env,
     )
     try:
         assert proc.stdout is not None
