@@ -63,6 +63,10 @@ _ISOLATION = re.compile(
     re.IGNORECASE,
 )
 _REAL = re.compile(r"\breal\b", re.IGNORECASE)
+#: ``0x`` not followed by a hex digit: maybe the empty binary literal (sqlglot reads it as an
+#: identifier, see :func:`_empty_binary`)
+_BARE_0X = re.compile(r"0x(?![0-9a-f])", re.IGNORECASE)
+_EMPTY_BINARY = "__mssql_cdc_empty_binary__"
 
 
 @dataclass
@@ -88,7 +92,10 @@ def _parse(sql: str) -> list[exp.Expression]:
     text = _ISOLATION.sub(lambda m: f"SET __isolation_level = '{m.group(1).upper()}'", sql)
     text = _REAL.sub("float(24)", text)
     text = normalize_type_names(text)  # tds-types work: ntext survives sqlglot's parser
+    empty = _BARE_0X.search(text) is not None
     try:
+        if empty:
+            text, empty = _empty_binary(text)
         statements = sqlglot.parse(text, read="tsql")
     except sqlglot.errors.ParseError as exc:
         token = ""
@@ -102,7 +109,30 @@ def _parse(sql: str) -> list[exp.Expression]:
         ) from None
     except RecursionError:  # absurdly nested expressions (SQL Server: 191)
         raise SqlError(191, "Some part of your SQL statement is nested too deeply.") from None
-    return [s for s in statements if isinstance(s, exp.Expression)]
+    out = [s for s in statements if isinstance(s, exp.Expression)]
+    if empty:
+        out = [s.transform(_empty_binary_literal) for s in out]
+    return out
+
+
+def _empty_binary(text: str) -> tuple[str, bool]:
+    """Mark each bare ``0x`` (the empty binary literal, "Constants (Transact-SQL)": a binary
+    constant may have no digits) with a placeholder identifier; ``[0x]`` stays a name."""
+    marks = [
+        t
+        for t in sqlglot.Dialect.get_or_raise("tsql").tokenize(text)
+        if t.token_type == sqlglot.TokenType.IDENTIFIER
+        and text[t.start : t.end + 1].lower() == "0x"
+    ]
+    for t in reversed(marks):
+        text = text[: t.start] + f"[{_EMPTY_BINARY}]" + text[t.end + 1 :]
+    return text, bool(marks)
+
+
+def _empty_binary_literal(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Column) and not node.table and node.name == _EMPTY_BINARY:
+        return exp.HexString(this="")
+    return node
 
 
 def _datatype(text: str) -> SqlType:
@@ -325,7 +355,7 @@ class Executor:
         if isinstance(st, (exp.Command, exp.Grant)):
             return guard.command(self, st)
         if isinstance(st, exp.Use):
-            return StatementResult("other")
+            return self._use(st)
         first = st.sql(dialect="tsql").split(" ")[0] if st else "?"
         raise unsupported(first.upper())
 
@@ -689,6 +719,19 @@ class Executor:
     def rollback(self) -> StatementResult:
         with self.db.lock:
             return self._rollback()
+
+    # --- USE ---
+
+    def _use(self, st: exp.Use) -> StatementResult:
+        """``USE db``: error 911 for a database that does not exist; any existing one is the
+        one emulated database (docs/emulator.md)."""
+        name = st.this.name if isinstance(st.this, exp.Expression) else ""
+        if not self.db.exists(name):
+            raise SqlError(
+                911,
+                f"Database '{name}' does not exist. Make sure that the name is entered correctly.",
+            )
+        return StatementResult("other")
 
     # --- SET / DECLARE ---
 

@@ -35,12 +35,15 @@ from mssql_cdc.emulator.types import (
     MAX,
     SqlType,
     as_float,
+    data_length,
+    fixed_data_length,
     from_datatype,
     pack_variant,
     scalar,
 )
 
 if TYPE_CHECKING:
+    from mssql_cdc.emulator.catalog import TableDef
     from mssql_cdc.emulator.database import Database
 
 __all__ = ["Context", "Rewriter", "constant", "temporal_text", "typed_literal"]
@@ -202,6 +205,8 @@ class Rewriter:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        #: tables of the statement being rewritten, by alias (see _note_tables)
+        self.tables: dict[str, TableDef] = {}
         self.functions: dict[str, Callable[[list[exp.Expression]], exp.Expression]] = {
             "SERVERPROPERTY": self._serverproperty,
             "CURRENT_TIMEZONE_ID": self._timezone_id,
@@ -216,6 +221,7 @@ class Rewriter:
             "SUSER_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.login),
             "SUSER_SNAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.login),
             "USER_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.user),
+            "DATALENGTH": self._datalength,
             "FN_CDC_GET_MIN_LSN": self._min_lsn,
             "FN_CDC_GET_MAX_LSN": self._max_lsn,
             "FN_CDC_INCREMENT_LSN": lambda a: self._step_lsn(a, +1),
@@ -226,6 +232,8 @@ class Rewriter:
         }
 
     def rewrite(self, node: exp.Expression) -> exp.Expression:
+        if isinstance(node, (exp.Select, exp.Update, exp.Delete)):
+            self._note_tables(node)
         if isinstance(node, exp.Parameter):
             return self._parameter(node)
         for key, value in list(node.args.items()):
@@ -236,6 +244,26 @@ class Rewriter:
                     key, [self.rewrite(v) if isinstance(v, exp.Expression) else v for v in value]
                 )
         return self._node(node)
+
+    def _note_tables(self, statement: exp.Expression) -> None:
+        """Remember the catalog tables a statement names (for a column's type)."""
+        for table in statement.find_all(exp.Table):
+            if isinstance(table.this, exp.Identifier):
+                found = self.ctx.db.catalog.get(table.db or "dbo", table.name)
+                if found is not None:
+                    self.tables.setdefault(table.alias_or_name.lower(), found)
+
+    def _column_type(self, node: exp.Expression) -> SqlType | None:
+        """The declared type of a column of a table the statement names."""
+        if not isinstance(node, exp.Column):
+            return None
+        qualifier = node.table.lower()
+        for alias, table in self.tables.items():
+            if qualifier in ("", alias):
+                col = table.column(node.name)
+                if col is not None:
+                    return col.type
+        return None
 
     # --- per node ---
 
@@ -264,14 +292,15 @@ class Rewriter:
             # login here (SQL Server's CURRENT_USER would give the database user, e.g. dbo)
             return typed_literal(scalar("nvarchar", length=128), self.ctx.login)
         if isinstance(node, exp.Anonymous):
-            handler = self.functions.get(str(node.this).upper())
+            # node.name: a bracketed function name ([fn_cdc_...]) without its brackets
+            upper = node.name.upper()
+            handler = self.functions.get(upper)
             if handler is not None:
                 return handler(list(node.expressions))
-            upper = str(node.this).upper()
             if upper.startswith("FN_CDC_") and not upper.startswith(
                 ("FN_CDC_GET_ALL_CHANGES_", "FN_CDC_GET_NET_CHANGES_")
             ):
-                raise unsupported(str(node.this))
+                raise unsupported(node.name)
             return node
         if isinstance(node, exp.Dot) and node.expression.meta.get("constant"):
             inner: exp.Expression = node.expression
@@ -315,6 +344,57 @@ class Rewriter:
 
     def _timezone_id(self, args: list[exp.Expression]) -> exp.Expression:
         return typed_literal(scalar("nvarchar", length=128), self.ctx.db.clock.windows_zone)
+
+    def _datalength(self, args: list[exp.Expression]) -> exp.Expression:
+        """``DATALENGTH(expr)``: bytes of the stored value; bigint for the (max) types, else
+        int ("DATALENGTH (Transact-SQL)", Microsoft docs)."""
+        if len(args) != 1:
+            raise SqlError(174, "The datalength function requires 1 argument(s).", klass=15)
+        (arg,) = args
+        t = arg.meta.get("sqltype") or self._column_type(arg)
+        ok, value = constant(arg)
+        if ok and value is None:
+            return typed_literal(scalar("int"), None)
+        if not isinstance(t, SqlType):
+            raise unsupported("DATALENGTH of an expression of unknown type")
+        result = scalar("bigint" if t.is_max or t.is_long else "int")
+        if ok:
+            try:
+                return typed_literal(result, data_length(t, value))
+            except ValueError as exc:
+                raise unsupported(str(exc)) from None
+        fixed = fixed_data_length(t)
+        size: exp.Expression
+        if fixed is not None:
+            size = exp.Literal.number(fixed)
+        elif t.name in ("nvarchar", "ntext", "xml"):
+            # UTF-16 code units: a character outside the BMP takes two
+            astral = exp.Anonymous(
+                this="regexp_replace",
+                expressions=[
+                    arg.copy(),
+                    exp.Literal.string("[^\\x{10000}-\\x{10FFFF}]"),
+                    exp.Literal.string(""),
+                    exp.Literal.string("g"),
+                ],
+            )
+            units = exp.Add(this=exp.Length(this=arg.copy()), expression=exp.Length(this=astral))
+            size = exp.Mul(this=exp.Literal.number(2), expression=exp.Paren(this=units))
+        elif t.is_string:
+            size = (
+                exp.Anonymous(this="strlen", expressions=[arg.copy()])
+                if t.coll.utf8
+                else exp.Length(this=arg.copy())  # one byte per character in a code page
+            )
+        elif t.is_binary:
+            size = exp.Anonymous(this="octet_length", expressions=[arg.copy()])
+        else:
+            raise unsupported(f"DATALENGTH of {t.sql()}")
+        case = exp.Case(
+            ifs=[exp.If(this=exp.Is(this=arg, expression=exp.Null()), true=exp.Null())],
+            default=size,
+        )
+        return _untag(exp.Cast(this=case, to=exp.DataType.build(result.storage())), result)
 
     # --- CDC scalar functions ---
 
@@ -500,7 +580,8 @@ class Rewriter:
     def _table_function(self, node: exp.Table) -> exp.Expression:
         func = node.this
         assert isinstance(func, exp.Anonymous)
-        name = str(func.this)
+        # cdc.[fn_cdc_get_all_changes_dbo_Order Details]: the name without its brackets
+        name = func.name
         args = self._args(list(func.expressions), name)
         sub = change_function(self.ctx.db, self.ctx.user, name, args, node.alias or None)
         if sub is None:
