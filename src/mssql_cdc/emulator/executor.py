@@ -33,7 +33,14 @@ from mssql_cdc.emulator.errors import (
 )
 from mssql_cdc.emulator.locks import deadlock_victim
 from mssql_cdc.emulator.log import DdlEvent, LoggedChange, LoggedTransaction
-from mssql_cdc.emulator.rewrite import Context, Rewriter, constant, typed_literal
+from mssql_cdc.emulator.rewrite import (
+    DIVIDE_BY_ZERO,
+    Context,
+    Rewriter,
+    constant,
+    divide_by_zero,
+    typed_literal,
+)
 from mssql_cdc.emulator.tokens import Column
 from mssql_cdc.emulator.types import (
     SqlType,
@@ -135,6 +142,26 @@ def _empty_binary_literal(node: exp.Expression) -> exp.Expression:
     return node
 
 
+def _surrogate_constants(st: exp.Expression) -> dict[int, object]:
+    """Projections of a SELECT that are constants holding a lone surrogate (``NCHAR(55296)``):
+    the engine computed NULL for them (see :func:`rewrite.string_literal`); the value is put
+    back into every row by its position."""
+    if not isinstance(st, exp.Select):
+        return {}
+    out: dict[int, object] = {}
+    for i, proj in enumerate(st.expressions):
+        node = proj.this if isinstance(proj, exp.Alias) else proj
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if node.meta.get("surrogate") or (
+            node.meta.get("constant")
+            and isinstance(node.meta.get("value"), str)
+            and any(n.meta.get("surrogate") for n in node.walk())
+        ):
+            out[i] = node.meta.get("value")
+    return out
+
+
 def _datatype(text: str) -> SqlType:
     try:
         spelled = normalize_type_names(_REAL.sub("float(24)", text))  # tds-types work
@@ -191,6 +218,8 @@ def coerce(t: SqlType, value: object) -> object:
 
 def _engine_error(exc: duckdb.Error, statement: exp.Expression) -> SqlError:  # noqa: PLR0911 (a dispatch over kinds)
     text = str(exc)
+    if isinstance(exc, duckdb.InvalidInputException) and DIVIDE_BY_ZERO in text:
+        return divide_by_zero()  # raised by the divisor check of rewrite.Rewriter._divide
     if isinstance(exc, duckdb.CatalogException):
         match = re.search(r"with name (\S+) does not exist", text)
         return invalid_object(match.group(1) if match else "?")
@@ -436,6 +465,9 @@ class Executor:
         sql = st.sql(dialect="duckdb", identify=True)
         self.cursor.execute(sql)
         rows = self.cursor.fetchall()
+        patches = _surrogate_constants(st)
+        if patches:
+            rows = [tuple(patches.get(i, v) for i, v in enumerate(row)) for row in rows]
         desc = self.cursor.description or []
         columns = []
         for i, d in enumerate(desc):
@@ -480,6 +512,12 @@ class Executor:
         return None
 
     # --- DML ---
+
+    @staticmethod
+    def _refuse_surrogates(st: exp.Expression) -> None:
+        """A lone surrogate cannot be stored by the engine (docs/emulator.md)."""
+        if any(n.meta.get("surrogate") for n in st.walk()):
+            raise unsupported("storing a string that holds a lone UTF-16 surrogate")
 
     def _captured(self, table: TableDef) -> bool:
         return bool(self.db.cdc.instances_of(table))
@@ -542,6 +580,7 @@ class Executor:
         assert isinstance(target, exp.Table)
         table = self._table(target)
         st = self._rewriter().rewrite(st)  # type: ignore[assignment]
+        self._refuse_surrogates(st)
         self._qualify(st)
         insertable = [c for c in table.columns if not c.identity and c.computed is None]
         cols = [table.column(n) for n in names] if names else insertable
@@ -582,6 +621,7 @@ class Executor:
         assert isinstance(target, exp.Table)
         table = self._table(target)
         st = self._rewriter().rewrite(st)  # type: ignore[assignment]
+        self._refuse_surrogates(st)
         self._qualify(st)
         assigned: list[tuple[ColumnDef, exp.Expression]] = []
         new_sets = []
