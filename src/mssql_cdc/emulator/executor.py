@@ -48,6 +48,7 @@ from mssql_cdc.emulator.types import (
     from_datatype,
     infer_from_engine,
     normalize_type_names,
+    pack_variant,
 )
 
 if TYPE_CHECKING:
@@ -160,6 +161,28 @@ def _surrogate_constants(st: exp.Expression) -> dict[int, object]:
         ):
             out[i] = node.meta.get("value")
     return out
+
+
+def _to_variant(node: exp.Expression, t: SqlType) -> exp.Expression:
+    """A value assigned to a sql_variant column keeps its own type as the base type (7 is an
+    int, N'x' an nvarchar(1)), as SQL Server converts implicitly; the engine holds it packed
+    (:func:`types.pack_variant`)."""
+    given = node.meta.get("sqltype")
+    if isinstance(given, SqlType) and given.name == "sql_variant":
+        return node  # CAST(... AS sql_variant): packed already
+    ok, value = constant(node)
+    if not ok:
+        if isinstance(node, exp.Column):
+            return node  # another sql_variant column's value
+        raise unsupported("a non-constant expression assigned to a sql_variant column")
+    if value is None:
+        return typed_literal(t, None)
+    if not isinstance(given, SqlType):
+        raise unsupported("a value of unknown type assigned to a sql_variant column")
+    try:
+        return typed_literal(t, pack_variant(given, value))
+    except ValueError as exc:
+        raise SqlError(206, f"Operand type clash: {exc}") from None
 
 
 def _datatype(text: str) -> SqlType:
@@ -523,6 +546,8 @@ class Executor:
         return bool(self.db.cdc.instances_of(table))
 
     def _canonical(self, node: exp.Expression, col: ColumnDef | None) -> exp.Expression:
+        if col is not None and col.type.name == "sql_variant":
+            return _to_variant(node, col.type)
         if col is None or not col.type.is_temporal:
             return node
         ok, value = constant(node)
