@@ -25,6 +25,8 @@ __all__ = ["CaptureJob", "Database"]
 
 log = logging.getLogger("mssql_cdc.emulator.database")
 DEFAULT_POLLING_INTERVAL = 5.0
+#: the system databases every SQL Server has (they all stand for the one emulated database)
+SYSTEM_DATABASES = frozenset({"master", "tempdb", "model", "msdb"})
 
 
 class Database:
@@ -44,6 +46,12 @@ class Database:
         self.faults = FaultRegistry()
         self.allow_snapshot_isolation = False
         self.capture_job = CaptureJob(self)
+
+    def exists(self, name: str) -> bool:
+        """Whether a database of this name exists: the emulated one or a system database
+        (names compare case-insensitively, as in the default server collation)."""
+        lowered = name.lower()
+        return lowered == self.name.lower() or lowered in SYSTEM_DATABASES
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         with self.lock:

@@ -70,7 +70,8 @@ def column_ddl(col: ColumnDef, schema: str, table: str) -> str:
     if not col.nullable:
         part += " NOT NULL"
     if col.identity:
-        part += f" DEFAULT nextval('{schema}.{table}__identity')"
+        sequence = f"{_ident(schema)}.{_ident(table + '__identity')}"
+        part += f" DEFAULT nextval('{sequence}')"
     return part
 
 
@@ -87,7 +88,7 @@ def create_engine_table(
     cursor = ex.cursor
     ex.db.system.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
     if identity is not None:
-        seq = f'"{schema}"."{name}__identity"'
+        seq = f"{_ident(schema)}.{_ident(name + '__identity')}"
         cursor.execute(f"CREATE SEQUENCE {seq} START {identity[0]} INCREMENT {identity[1]}")
     ddl = [column_ddl(c, schema, name) for c in columns]
     if primary_key:
@@ -108,13 +109,37 @@ def create_engine_table(
     return ex.db.catalog.add(TableDef(schema, name, columns, primary_key))
 
 
+def create_schema(ex: Executor, st: exp.Create) -> StatementResult:
+    """``CREATE SCHEMA name`` (sqlglot puts the name in the table node's ``db``): error 2714
+    if it exists ("CREATE SCHEMA (Transact-SQL)", Microsoft docs)."""
+    from mssql_cdc.emulator.executor import StatementResult
+
+    target = st.this
+    name = (target.db or target.name) if isinstance(target, exp.Table) else ""
+    if not name:
+        raise unsupported("CREATE SCHEMA without a name")
+    existing = ex.db.system.execute(
+        "SELECT 1 FROM duckdb_schemas() WHERE database_name = current_database() "
+        "AND lower(schema_name) = lower(?)",
+        [name],
+    ).fetchone()
+    if existing is not None:
+        raise SqlError(2714, f"There is already an object named '{name}' in the database.")
+    ex.db.system.execute(f"CREATE SCHEMA {_ident(name)}")
+    return StatementResult("other")
+
+
+def _ident(name: str) -> str:
+    """``name`` as an engine identifier (double quotes, ``"`` doubled)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def create_table(ex: Executor, st: exp.Create) -> StatementResult:
     from mssql_cdc.emulator.executor import StatementResult
 
     kind = str(st.args.get("kind") or "").upper()
     if kind == "SCHEMA":
-        ex.db.system.execute(f'CREATE SCHEMA IF NOT EXISTS "{st.this.name}"')
-        return StatementResult("other")
+        return create_schema(ex, st)
     if kind != "TABLE" or not isinstance(st.this, exp.Schema):
         raise unsupported(f"CREATE {kind}")
     target = st.this.this

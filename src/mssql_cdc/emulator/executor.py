@@ -33,7 +33,14 @@ from mssql_cdc.emulator.errors import (
 )
 from mssql_cdc.emulator.locks import deadlock_victim
 from mssql_cdc.emulator.log import DdlEvent, LoggedChange, LoggedTransaction
-from mssql_cdc.emulator.rewrite import Context, Rewriter, constant, typed_literal
+from mssql_cdc.emulator.rewrite import (
+    DIVIDE_BY_ZERO,
+    Context,
+    Rewriter,
+    constant,
+    divide_by_zero,
+    typed_literal,
+)
 from mssql_cdc.emulator.tokens import Column
 from mssql_cdc.emulator.types import (
     SqlType,
@@ -41,6 +48,7 @@ from mssql_cdc.emulator.types import (
     from_datatype,
     infer_from_engine,
     normalize_type_names,
+    pack_variant,
 )
 
 if TYPE_CHECKING:
@@ -63,6 +71,10 @@ _ISOLATION = re.compile(
     re.IGNORECASE,
 )
 _REAL = re.compile(r"\breal\b", re.IGNORECASE)
+#: ``0x`` not followed by a hex digit: maybe the empty binary literal (sqlglot reads it as an
+#: identifier, see :func:`_empty_binary`)
+_BARE_0X = re.compile(r"0x(?![0-9a-f])", re.IGNORECASE)
+_EMPTY_BINARY = "__mssql_cdc_empty_binary__"
 
 
 @dataclass
@@ -88,7 +100,10 @@ def _parse(sql: str) -> list[exp.Expression]:
     text = _ISOLATION.sub(lambda m: f"SET __isolation_level = '{m.group(1).upper()}'", sql)
     text = _REAL.sub("float(24)", text)
     text = normalize_type_names(text)  # tds-types work: ntext survives sqlglot's parser
+    empty = _BARE_0X.search(text) is not None
     try:
+        if empty:
+            text, empty = _empty_binary(text)
         statements = sqlglot.parse(text, read="tsql")
     except sqlglot.errors.ParseError as exc:
         token = ""
@@ -102,7 +117,72 @@ def _parse(sql: str) -> list[exp.Expression]:
         ) from None
     except RecursionError:  # absurdly nested expressions (SQL Server: 191)
         raise SqlError(191, "Some part of your SQL statement is nested too deeply.") from None
-    return [s for s in statements if isinstance(s, exp.Expression)]
+    out = [s for s in statements if isinstance(s, exp.Expression)]
+    if empty:
+        out = [s.transform(_empty_binary_literal) for s in out]
+    return out
+
+
+def _empty_binary(text: str) -> tuple[str, bool]:
+    """Mark each bare ``0x`` (the empty binary literal, "Constants (Transact-SQL)": a binary
+    constant may have no digits) with a placeholder identifier; ``[0x]`` stays a name."""
+    marks = [
+        t
+        for t in sqlglot.Dialect.get_or_raise("tsql").tokenize(text)
+        if t.token_type == sqlglot.TokenType.IDENTIFIER
+        and text[t.start : t.end + 1].lower() == "0x"
+    ]
+    for t in reversed(marks):
+        text = text[: t.start] + f"[{_EMPTY_BINARY}]" + text[t.end + 1 :]
+    return text, bool(marks)
+
+
+def _empty_binary_literal(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Column) and not node.table and node.name == _EMPTY_BINARY:
+        return exp.HexString(this="")
+    return node
+
+
+def _surrogate_constants(st: exp.Expression) -> dict[int, object]:
+    """Projections of a SELECT that are constants holding a lone surrogate (``NCHAR(55296)``):
+    the engine computed NULL for them (see :func:`rewrite.string_literal`); the value is put
+    back into every row by its position."""
+    if not isinstance(st, exp.Select):
+        return {}
+    out: dict[int, object] = {}
+    for i, proj in enumerate(st.expressions):
+        node = proj.this if isinstance(proj, exp.Alias) else proj
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if node.meta.get("surrogate") or (
+            node.meta.get("constant")
+            and isinstance(node.meta.get("value"), str)
+            and any(n.meta.get("surrogate") for n in node.walk())
+        ):
+            out[i] = node.meta.get("value")
+    return out
+
+
+def _to_variant(node: exp.Expression, t: SqlType) -> exp.Expression:
+    """A value assigned to a sql_variant column keeps its own type as the base type (7 is an
+    int, N'x' an nvarchar(1)), as SQL Server converts implicitly; the engine holds it packed
+    (:func:`types.pack_variant`)."""
+    given = node.meta.get("sqltype")
+    if isinstance(given, SqlType) and given.name == "sql_variant":
+        return node  # CAST(... AS sql_variant): packed already
+    ok, value = constant(node)
+    if not ok:
+        if isinstance(node, exp.Column):
+            return node  # another sql_variant column's value
+        raise unsupported("a non-constant expression assigned to a sql_variant column")
+    if value is None:
+        return typed_literal(t, None)
+    if not isinstance(given, SqlType):
+        raise unsupported("a value of unknown type assigned to a sql_variant column")
+    try:
+        return typed_literal(t, pack_variant(given, value))
+    except ValueError as exc:
+        raise SqlError(206, f"Operand type clash: {exc}") from None
 
 
 def _datatype(text: str) -> SqlType:
@@ -161,6 +241,8 @@ def coerce(t: SqlType, value: object) -> object:
 
 def _engine_error(exc: duckdb.Error, statement: exp.Expression) -> SqlError:  # noqa: PLR0911 (a dispatch over kinds)
     text = str(exc)
+    if isinstance(exc, duckdb.InvalidInputException) and DIVIDE_BY_ZERO in text:
+        return divide_by_zero()  # raised by the divisor check of rewrite.Rewriter._divide
     if isinstance(exc, duckdb.CatalogException):
         match = re.search(r"with name (\S+) does not exist", text)
         return invalid_object(match.group(1) if match else "?")
@@ -325,7 +407,7 @@ class Executor:
         if isinstance(st, (exp.Command, exp.Grant)):
             return guard.command(self, st)
         if isinstance(st, exp.Use):
-            return StatementResult("other")
+            return self._use(st)
         first = st.sql(dialect="tsql").split(" ")[0] if st else "?"
         raise unsupported(first.upper())
 
@@ -406,6 +488,9 @@ class Executor:
         sql = st.sql(dialect="duckdb", identify=True)
         self.cursor.execute(sql)
         rows = self.cursor.fetchall()
+        patches = _surrogate_constants(st)
+        if patches:
+            rows = [tuple(patches.get(i, v) for i, v in enumerate(row)) for row in rows]
         desc = self.cursor.description or []
         columns = []
         for i, d in enumerate(desc):
@@ -451,10 +536,18 @@ class Executor:
 
     # --- DML ---
 
+    @staticmethod
+    def _refuse_surrogates(st: exp.Expression) -> None:
+        """A lone surrogate cannot be stored by the engine (docs/emulator.md)."""
+        if any(n.meta.get("surrogate") for n in st.walk()):
+            raise unsupported("storing a string that holds a lone UTF-16 surrogate")
+
     def _captured(self, table: TableDef) -> bool:
         return bool(self.db.cdc.instances_of(table))
 
     def _canonical(self, node: exp.Expression, col: ColumnDef | None) -> exp.Expression:
+        if col is not None and col.type.name == "sql_variant":
+            return _to_variant(node, col.type)
         if col is None or not col.type.is_temporal:
             return node
         ok, value = constant(node)
@@ -512,6 +605,7 @@ class Executor:
         assert isinstance(target, exp.Table)
         table = self._table(target)
         st = self._rewriter().rewrite(st)  # type: ignore[assignment]
+        self._refuse_surrogates(st)
         self._qualify(st)
         insertable = [c for c in table.columns if not c.identity and c.computed is None]
         cols = [table.column(n) for n in names] if names else insertable
@@ -552,6 +646,7 @@ class Executor:
         assert isinstance(target, exp.Table)
         table = self._table(target)
         st = self._rewriter().rewrite(st)  # type: ignore[assignment]
+        self._refuse_surrogates(st)
         self._qualify(st)
         assigned: list[tuple[ColumnDef, exp.Expression]] = []
         new_sets = []
@@ -689,6 +784,19 @@ class Executor:
     def rollback(self) -> StatementResult:
         with self.db.lock:
             return self._rollback()
+
+    # --- USE ---
+
+    def _use(self, st: exp.Use) -> StatementResult:
+        """``USE db``: error 911 for a database that does not exist; any existing one is the
+        one emulated database (docs/emulator.md)."""
+        name = st.this.name if isinstance(st.this, exp.Expression) else ""
+        if not self.db.exists(name):
+            raise SqlError(
+                911,
+                f"Database '{name}' does not exist. Make sure that the name is entered correctly.",
+            )
+        return StatementResult("other")
 
     # --- SET / DECLARE ---
 

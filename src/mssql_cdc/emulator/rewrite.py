@@ -35,15 +35,28 @@ from mssql_cdc.emulator.types import (
     MAX,
     SqlType,
     as_float,
+    data_length,
+    fixed_data_length,
     from_datatype,
     pack_variant,
     scalar,
 )
 
 if TYPE_CHECKING:
+    from mssql_cdc.emulator.catalog import TableDef
     from mssql_cdc.emulator.database import Database
 
-__all__ = ["Context", "Rewriter", "constant", "temporal_text", "typed_literal"]
+__all__ = [
+    "DIVIDE_BY_ZERO",
+    "Context",
+    "Rewriter",
+    "constant",
+    "divide_by_zero",
+    "has_lone_surrogate",
+    "string_literal",
+    "temporal_text",
+    "typed_literal",
+]
 
 VERSION_TEXT = (
     "Microsoft SQL Server 2022 (RTM-CU12) (KB5033663) - 16.0.4135.4 (X64) \n"
@@ -120,14 +133,41 @@ def typed_literal(t: SqlType, value: object) -> exp.Expression:
             number = Decimal(str(value)).quantize(Decimal(1).scaleb(-t.scale), ROUND_HALF_UP)
         value = number
         node = exp.Cast(
-            this=exp.Literal.string(str(number)),
+            this=exp.Literal.string(format(number, "f")),  # every digit, never 1E-38
             to=exp.DataType.build(t.storage(), dialect="duckdb"),
         )
     elif isinstance(value, (int, Decimal)) and not isinstance(value, bool):
-        node = exp.Literal.number(str(value))
+        node = exp.Literal.number(format(value, "f") if isinstance(value, Decimal) else str(value))
     else:
-        node = exp.Literal.string(str(value))
+        node = string_literal(str(value))
     return _tag(node, t, value)
+
+
+def has_lone_surrogate(text: str) -> bool:
+    return any("\ud800" <= c <= "\udfff" for c in text)
+
+
+def string_literal(text: str) -> exp.Expression:
+    """An engine string holding ``text``: NUL characters as ``chr(0)`` (the engine's SQL text
+    cannot carry them). A lone UTF-16 surrogate (``NCHAR(55296)``) cannot be held by the engine
+    at all: the node is NULL marked ``meta["surrogate"]``, and the executor puts the value into
+    the result of a SELECT or refuses to store it."""
+    if has_lone_surrogate(text):
+        node = exp.Cast(this=exp.Null(), to=exp.DataType.build("VARCHAR"))
+        node.meta["surrogate"] = True
+        return node
+    if "\x00" not in text:
+        return exp.Literal.string(text)
+    parts: list[exp.Expression] = []
+    for i, piece in enumerate(text.split("\x00")):
+        if i:
+            parts.append(exp.Anonymous(this="chr", expressions=[exp.Literal.number(0)]))
+        if piece:
+            parts.append(exp.Literal.string(piece))
+    out = parts[0]
+    for part in parts[1:]:
+        out = exp.DPipe(this=out, expression=part)
+    return exp.Paren(this=out)
 
 
 def constant(node: exp.Expression) -> tuple[bool, object]:  # noqa: PLR0911 (a dispatch over kinds)
@@ -177,16 +217,25 @@ def _literal_type(node: exp.Literal) -> SqlType:
     if node.is_string:
         return scalar("varchar", length=max(len(str(node.this)), 1))
     text = str(node.this)
+    if "e" in text.lower():
+        return scalar("float")
+    whole, _, fraction = text.lstrip("-").partition(".")
+    # a constant's precision counts its digits but not the leading zeros of the whole part:
+    # 0.5 is numeric(1,1), 0.000...01 with 38 decimals numeric(38,38)
+    precision = max(len(whole.lstrip("0")) + len(fraction), len(fraction), 1)
+    if precision > 38:
+        raise SqlError(
+            1007,
+            f"The number '{text}' is out of the range for numeric representation "
+            "(maximum precision 38).",
+            klass=15,
+        )
     if "." in text:
-        digits = text.replace("-", "").replace(".", "")
-        scale = len(text.split(".")[1])
-        return scalar("decimal", precision=max(len(digits), scale, 1), scale=scale)
+        return scalar("decimal", precision=precision, scale=len(fraction))
     value = int(text)
     if -(2**31) <= value < 2**31:
         return scalar("int")
-    if len(text) <= 18:
-        return scalar("bigint")
-    return scalar("decimal", precision=len(text.lstrip("-")), scale=0)
+    return scalar("decimal", precision=precision, scale=0)
 
 
 def _lsn_arg(value: object) -> bytes | None:
@@ -202,6 +251,8 @@ class Rewriter:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        #: tables of the statement being rewritten, by alias (see _note_tables)
+        self.tables: dict[str, TableDef] = {}
         self.functions: dict[str, Callable[[list[exp.Expression]], exp.Expression]] = {
             "SERVERPROPERTY": self._serverproperty,
             "CURRENT_TIMEZONE_ID": self._timezone_id,
@@ -216,6 +267,8 @@ class Rewriter:
             "SUSER_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.login),
             "SUSER_SNAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.login),
             "USER_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.user),
+            "DATALENGTH": self._datalength,
+            "NCHAR": self._nchar,
             "FN_CDC_GET_MIN_LSN": self._min_lsn,
             "FN_CDC_GET_MAX_LSN": self._max_lsn,
             "FN_CDC_INCREMENT_LSN": lambda a: self._step_lsn(a, +1),
@@ -226,6 +279,8 @@ class Rewriter:
         }
 
     def rewrite(self, node: exp.Expression) -> exp.Expression:
+        if isinstance(node, (exp.Select, exp.Update, exp.Delete)):
+            self._note_tables(node)
         if isinstance(node, exp.Parameter):
             return self._parameter(node)
         for key, value in list(node.args.items()):
@@ -237,6 +292,26 @@ class Rewriter:
                 )
         return self._node(node)
 
+    def _note_tables(self, statement: exp.Expression) -> None:
+        """Remember the catalog tables a statement names (for a column's type)."""
+        for table in statement.find_all(exp.Table):
+            if isinstance(table.this, exp.Identifier):
+                found = self.ctx.db.catalog.get(table.db or "dbo", table.name)
+                if found is not None:
+                    self.tables.setdefault(table.alias_or_name.lower(), found)
+
+    def _column_type(self, node: exp.Expression) -> SqlType | None:
+        """The declared type of a column of a table the statement names."""
+        if not isinstance(node, exp.Column):
+            return None
+        qualifier = node.table.lower()
+        for alias, table in self.tables.items():
+            if qualifier in ("", alias):
+                col = table.column(node.name)
+                if col is not None:
+                    return col.type
+        return None
+
     # --- per node ---
 
     def _node(self, node: exp.Expression) -> exp.Expression:  # noqa: PLR0911, PLR0912 (a dispatch over kinds)
@@ -246,7 +321,7 @@ class Rewriter:
             text = str(node.this)
             # nvarchar(n) counts UTF-16 code units: a character outside the BMP takes two.
             units = len(text.encode("utf-16-le")) // 2
-            return _tag(exp.Literal.string(text), scalar("nvarchar", length=max(units, 1)), text)
+            return _tag(string_literal(text), scalar("nvarchar", length=max(units, 1)), text)
         if isinstance(node, exp.Literal):
             node.meta.setdefault("sqltype", _literal_type(node))
             return node
@@ -264,15 +339,23 @@ class Rewriter:
             # login here (SQL Server's CURRENT_USER would give the database user, e.g. dbo)
             return typed_literal(scalar("nvarchar", length=128), self.ctx.login)
         if isinstance(node, exp.Anonymous):
-            handler = self.functions.get(str(node.this).upper())
+            # node.name: a bracketed function name ([fn_cdc_...]) without its brackets
+            upper = node.name.upper()
+            handler = self.functions.get(upper)
             if handler is not None:
                 return handler(list(node.expressions))
-            upper = str(node.this).upper()
             if upper.startswith("FN_CDC_") and not upper.startswith(
                 ("FN_CDC_GET_ALL_CHANGES_", "FN_CDC_GET_NET_CHANGES_")
             ):
-                raise unsupported(str(node.this))
+                raise unsupported(node.name)
             return node
+        if isinstance(node, exp.Neg):
+            inner_type = node.this.meta.get("sqltype")
+            if isinstance(inner_type, SqlType) and not inner_type.is_string:
+                node.meta["sqltype"] = inner_type
+            return node
+        if isinstance(node, (exp.Div, exp.Mod)):
+            return self._divide(node)
         if isinstance(node, exp.Dot) and node.expression.meta.get("constant"):
             inner: exp.Expression = node.expression
             return inner
@@ -315,6 +398,115 @@ class Rewriter:
 
     def _timezone_id(self, args: list[exp.Expression]) -> exp.Expression:
         return typed_literal(scalar("nvarchar", length=128), self.ctx.db.clock.windows_zone)
+
+    def _nchar(self, args: list[exp.Expression]) -> exp.Expression:
+        """``NCHAR(n)``: the UTF-16 code unit ``n`` as nchar(1), a lone surrogate included; NULL
+        outside 0-65535 (the default collation has no supplementary characters)
+        ("NCHAR (Transact-SQL)", Microsoft docs)."""
+        if len(args) != 1:
+            raise SqlError(174, "The nchar function requires 1 argument(s).", klass=15)
+        t = scalar("nchar", length=1)
+        ok, value = constant(args[0])
+        if ok:
+            if value is None:
+                return typed_literal(t, None)
+            code = int(value)  # type: ignore[call-overload]
+            return typed_literal(t, chr(code) if 0 <= code <= 0xFFFF else None)
+        code_node = args[0]
+        guarded = exp.Case(
+            ifs=[
+                exp.If(
+                    this=exp.Between(
+                        this=code_node.copy(),
+                        low=exp.Literal.number(0),
+                        high=exp.Literal.number(0xFFFF),
+                    ),
+                    true=exp.Anonymous(this="chr", expressions=[code_node]),
+                )
+            ]
+        )
+        return _untag(guarded, t)
+
+    def _divide(self, node: exp.Expression) -> exp.Expression:
+        """``a / b`` and ``a % b``: integer operands give the truncated integer quotient
+        (7 / 2 = 3, -7 / 2 = -3), and a zero divisor is error 8134 ("Divide by zero error
+        encountered.", as with SQL Server's default ARITHABORT and ANSI_WARNINGS ON), for every
+        numeric type."""
+        left, right = node.this, node.expression
+        assert isinstance(left, exp.Expression)
+        assert isinstance(right, exp.Expression)
+        lt = left.meta.get("sqltype") or self._column_type(left)
+        rt = right.meta.get("sqltype") or self._column_type(right)
+        ok, divisor = constant(right)
+        if ok and divisor is not None and not isinstance(divisor, str) and divisor == 0:
+            raise divide_by_zero()
+        if not ok:
+            check = exp.EQ(this=right.copy(), expression=exp.Literal.number(0))
+            fail = exp.Anonymous(this="error", expressions=[exp.Literal.string(DIVIDE_BY_ZERO)])
+            right = exp.Paren(this=exp.Case(ifs=[exp.If(this=check, true=fail)], default=right))
+        ranks = ("tinyint", "smallint", "int", "bigint")
+        if (
+            isinstance(lt, SqlType)
+            and isinstance(rt, SqlType)
+            and lt.name in ranks
+            and rt.name in ranks
+        ):
+            wider = max(lt, rt, key=lambda t: ranks.index(t.name))
+            cls = exp.IntDiv if isinstance(node, exp.Div) else exp.Mod
+            return _untag(exp.Paren(this=cls(this=left, expression=right)), wider)
+        node.set("expression", right)
+        return node
+
+    def _datalength(self, args: list[exp.Expression]) -> exp.Expression:
+        """``DATALENGTH(expr)``: bytes of the stored value; bigint for the (max) types, else
+        int ("DATALENGTH (Transact-SQL)", Microsoft docs)."""
+        if len(args) != 1:
+            raise SqlError(174, "The datalength function requires 1 argument(s).", klass=15)
+        (arg,) = args
+        t = arg.meta.get("sqltype") or self._column_type(arg)
+        ok, value = constant(arg)
+        if ok and value is None:
+            return typed_literal(scalar("int"), None)
+        if not isinstance(t, SqlType):
+            raise unsupported("DATALENGTH of an expression of unknown type")
+        result = scalar("bigint" if t.is_max or t.is_long else "int")
+        if ok:
+            try:
+                return typed_literal(result, data_length(t, value))
+            except ValueError as exc:
+                raise unsupported(str(exc)) from None
+        fixed = fixed_data_length(t)
+        size: exp.Expression
+        if fixed is not None:
+            size = exp.Literal.number(fixed)
+        elif t.name in ("nvarchar", "ntext", "xml"):
+            # UTF-16 code units: a character outside the BMP takes two
+            astral = exp.Anonymous(
+                this="regexp_replace",
+                expressions=[
+                    arg.copy(),
+                    exp.Literal.string("[^\\x{10000}-\\x{10FFFF}]"),
+                    exp.Literal.string(""),
+                    exp.Literal.string("g"),
+                ],
+            )
+            units = exp.Add(this=exp.Length(this=arg.copy()), expression=exp.Length(this=astral))
+            size = exp.Mul(this=exp.Literal.number(2), expression=exp.Paren(this=units))
+        elif t.is_string:
+            size = (
+                exp.Anonymous(this="strlen", expressions=[arg.copy()])
+                if t.coll.utf8
+                else exp.Length(this=arg.copy())  # one byte per character in a code page
+            )
+        elif t.is_binary:
+            size = exp.Anonymous(this="octet_length", expressions=[arg.copy()])
+        else:
+            raise unsupported(f"DATALENGTH of {t.sql()}")
+        case = exp.Case(
+            ifs=[exp.If(this=exp.Is(this=arg, expression=exp.Null()), true=exp.Null())],
+            default=size,
+        )
+        return _untag(exp.Cast(this=case, to=exp.DataType.build(result.storage())), result)
 
     # --- CDC scalar functions ---
 
@@ -433,6 +625,20 @@ class Rewriter:
             if prefix:
                 hexed = exp.DPipe(this=exp.Literal.string(prefix), expression=hexed)
             return _untag(hexed, t)
+        if ok and isinstance(value, str) and t.is_binary and style in (None, 0):
+            # a string's bytes: UTF-16LE for the N types, else the collation's code page
+            # ("CAST and CONVERT (Transact-SQL)": character to binary keeps the bytes)
+            wide = inner_type is not None and inner_type.name in ("nchar", "nvarchar", "ntext")
+            data = (
+                value.encode("utf-16-le", errors="surrogatepass")
+                if wide
+                else value.encode((inner_type or t).coll.codec, errors="replace")
+            )
+            if t.length not in (0, MAX):
+                data = data[: t.length]
+                if t.name == "binary":
+                    data = data.ljust(t.length, b"\x00")
+            return typed_literal(t, data)
         if ok and value is not None and t.name == "uniqueidentifier":
             try:
                 return typed_literal(t, uuid.UUID(str(value)))
@@ -500,7 +706,8 @@ class Rewriter:
     def _table_function(self, node: exp.Table) -> exp.Expression:
         func = node.this
         assert isinstance(func, exp.Anonymous)
-        name = str(func.this)
+        # cdc.[fn_cdc_get_all_changes_dbo_Order Details]: the name without its brackets
+        name = func.name
         args = self._args(list(func.expressions), name)
         sub = change_function(self.ctx.db, self.ctx.user, name, args, node.alias or None)
         if sub is None:
@@ -511,6 +718,13 @@ class Rewriter:
 def _untag(node: exp.Expression, t: SqlType) -> exp.Expression:
     node.meta["sqltype"] = t
     return node
+
+
+DIVIDE_BY_ZERO = "Divide by zero error encountered."
+
+
+def divide_by_zero() -> SqlError:
+    return SqlError(8134, DIVIDE_BY_ZERO)
 
 
 def conversion_error(text: str, t: SqlType) -> SqlError:

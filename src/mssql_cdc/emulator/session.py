@@ -227,6 +227,23 @@ class Session:
             ) + tokens.done(tokens.DONE_ERROR)
             await self._send(channel, payload)
             return False
+        if login.database and not self.server.db.exists(login.database):
+            # SQL Server fails the login: 4060 (class 11) then 18456 ("Database Engine events
+            # and errors", MSSQLSERVER_4060)
+            log.info("login to missing database %r from %s", login.database, self.peer)
+            payload = (
+                tokens.error(
+                    4060,
+                    1,
+                    11,
+                    f'Cannot open database "{login.database}" requested by the login. '
+                    "The login failed.",
+                )
+                + tokens.error(18456, 1, 14, f"Login failed for user '{login.username}'.")
+                + tokens.done(tokens.DONE_ERROR)
+            )
+            await self._send(channel, payload)
+            return False
         requested = login.packet_size or PRE_LOGIN_PACKET_SIZE
         negotiated = max(512, min(requested, MAX_PACKET_SIZE))
         database = login.database or self.server.db.name

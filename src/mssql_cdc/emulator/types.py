@@ -42,8 +42,10 @@ __all__ = [
     "COLLATION_CP1252",
     "MAX",
     "SqlType",
+    "data_length",
     "decode_param",
     "encode_value",
+    "fixed_data_length",
     "from_datatype",
     "infer_from_engine",
     "normalize_type_names",
@@ -372,6 +374,56 @@ def _time_size(scale: int) -> int:
     if scale <= 4:
         return 4
     return 5
+
+
+_STORAGE_SIZES = {
+    "bit": 1,
+    "real": 4,
+    "float": 8,
+    "smallmoney": 4,
+    "money": 8,
+    "smalldatetime": 4,
+    "datetime": 8,
+    "date": 3,
+    "uniqueidentifier": 16,
+    "rowversion": 8,
+}
+
+
+def fixed_data_length(t: SqlType) -> int | None:  # noqa: PLR0911 (a dispatch over kinds)
+    """``DATALENGTH`` of every non-NULL value of ``t`` when it is the same for all (numbers,
+    date/time, ``char(n)``/``nchar(n)``/``binary(n)``), else ``None``."""
+    if t.name in _INT_SIZES:
+        return _INT_SIZES[t.name]
+    if t.name in _STORAGE_SIZES:
+        return _STORAGE_SIZES[t.name]
+    if t.name in ("decimal", "numeric"):
+        return _decimal_size(t.precision)
+    if t.name == "time":
+        return _time_size(t.scale)
+    if t.name == "datetime2":
+        return _time_size(t.scale) + 3
+    if t.name == "datetimeoffset":
+        return _time_size(t.scale) + 5
+    if t.name in ("char", "nchar", "binary") and t.length != MAX:
+        return t.max_bytes()
+    return None
+
+
+def data_length(t: SqlType, value: object) -> int | None:
+    """``DATALENGTH(value)`` for a value of type ``t``: the bytes SQL Server stores, i.e. UTF-16
+    code units times two for the N types, bytes in the collation's code page (or UTF-8) for
+    the others, the storage size for fixed-length types ("DATALENGTH (Transact-SQL)")."""
+    if value is None:
+        return None
+    fixed = fixed_data_length(t)
+    if fixed is not None:
+        return fixed
+    if t.is_string:
+        return len(_text_bytes(t, value, utf8=True))
+    if t.is_binary:
+        return len(as_bytes(value))
+    raise ValueError(f"DATALENGTH of {t.sql()}")
 
 
 # ---------------------------------------------------------------------------------------------
