@@ -38,13 +38,13 @@ lint: setup
 WITH_SERVER := scripts/with-emulator.sh
 
 native-test: setup
-	cmake -S . -B build/native -G Ninja -DMSSQLCDC_BUILD_TESTS=ON >/dev/null
+	cmake -S . -B build/native -G Ninja -DMSSQLCDC_BUILD_TESTS=ON -DMSSQLCDC_WERROR=ON >/dev/null
 	cmake --build build/native
 	$(WITH_SERVER) ctest --test-dir build/native --output-on-failure
 
 native-asan: setup
 	cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMSSQLCDC_BUILD_TESTS=ON \
-	  -DMSSQLCDC_SANITIZE=ON >/dev/null
+	  -DMSSQLCDC_SANITIZE=ON -DMSSQLCDC_WERROR=ON >/dev/null
 	cmake --build build/asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(WITH_SERVER) ctest --test-dir build/asan --output-on-failure
@@ -57,7 +57,7 @@ native-valgrind: native-test
 # Each libFuzzer target runs for FUZZ_SECONDS on a copy of its committed seed corpus (new inputs
 # land in build/fuzz/corpus, not in the repository).
 fuzz:
-	CC=clang cmake -S . -B build/fuzz -G Ninja -DMSSQLCDC_FUZZ=ON >/dev/null
+	CC=clang cmake -S . -B build/fuzz -G Ninja -DMSSQLCDC_FUZZ=ON -DMSSQLCDC_WERROR=ON >/dev/null
 	cmake --build build/fuzz
 	for target in build/fuzz/native/tests/fuzz/fuzz_*; do \
 	  name=$$(basename $$target); \
