@@ -105,9 +105,10 @@ EOF
     -C cmake.define.MSSQLCDC_WERROR=ON \
     -C "build-dir=$work/$arch/cmake" \
     "$sdist" >"$work/$arch/build.log" 2>&1 || { cat "$work/$arch/build.log"; exit 1; }
-  # auditwheel checks the symbol versions against the policy and retags; libssl/libcrypto are
-  # left out of the wheel (the node's own OpenSSL 3).
-  "$venv/bin/auditwheel" repair --plat "manylinux_${glibc/./_}_$arch" \
+  # auditwheel retags with the oldest policy the symbol versions allow ("auto": its --plat
+  # list holds only this machine's architecture; the checks below insist on $glibc), leaving
+  # libssl/libcrypto out of the wheel (the node's own OpenSSL 3).
+  "$venv/bin/auditwheel" repair --plat auto \
     --exclude libssl.so.3 --exclude libcrypto.so.3 -w dist "$raw"/*.whl \
     >"$work/$arch/auditwheel.log" 2>&1 || { cat "$work/$arch/auditwheel.log"; exit 1; }
   wheel=$(ls dist/mssql_cdc-*"$arch".whl)
