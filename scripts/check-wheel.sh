@@ -62,10 +62,17 @@ install_and_check() { # name, python, pip arguments...
   shift 2
   local start=$SECONDS
   "$base" -m venv "$venv"
+  # constraints.txt pins the dependencies for the project's own Python (pyarrow's pin may have
+  # no wheel for another one): other CPythons take the newest binary releases pip finds.
+  local constraints=()
+  if [ "$("$base" -c 'import sys; print(sys.version_info[:2])')" = \
+    "$("$python" -c 'import sys; print(sys.version_info[:2])')" ]; then
+    constraints=(-c constraints.txt)
+  fi
   env -u CC -u CXX PATH="$venv/bin:$work/bin" "$venv/bin/python" -m pip install \
-    --disable-pip-version-check -q -c constraints.txt "$@" >"$work/$name.log" 2>&1 \
-    || { cat "$work/$name.log"; exit 1; }
-  log "$name: installed in $((SECONDS - start)) s"
+    --disable-pip-version-check -q "${constraints[@]}" "$@" >"$work/$name.log" 2>&1 \
+    || { log "$name: pip install failed:"; cat "$work/$name.log"; exit 1; }
+  log "$name: installed in $((SECONDS - start)) s ($("$venv/bin/python" -V))"
   env -u CC -u CXX PATH="$venv/bin:$work/bin" scripts/with-emulator.sh \
     "$venv/bin/python" "$work/check.py"
 }
@@ -76,9 +83,23 @@ if PATH="$work/bin" command -v cc gcc clang zig >/dev/null 2>&1; then
   exit 1
 fi
 # --only-binary: nothing of the wheel's dependencies (pyarrow, tzdata, tzlocal) is built either.
+# An interpreter by name: on PATH, or one of pyenv's versions (its shims answer only for the
+# selected version).
+find_python() {
+  local name=$1 candidate
+  if command -v "$name" >/dev/null 2>&1 && "$name" -c '' 2>/dev/null; then
+    echo "$name"
+    return
+  fi
+  for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"${name#python}".*/bin/"$name"; do
+    [ -x "$candidate" ] && "$candidate" -c '' 2>/dev/null && { echo "$candidate"; return; }
+  done
+}
+
 checked=0
-for base in ${CHECK_PYTHONS:-python3.10 python3.11 python3.12 python3.13}; do
-  command -v "$base" >/dev/null 2>&1 && "$base" -c '' 2>/dev/null || continue
+for name in ${CHECK_PYTHONS:-python3.10 python3.11 python3.12 python3.13}; do
+  base=$(find_python "$name")
+  [ -n "$base" ] || { log "$name: not found, skipped"; continue; }
   install_and_check "wheel-$("$base" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')" \
     "$base" --only-binary=:all: "$wheel"
   checked=$((checked + 1))
