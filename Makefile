@@ -5,6 +5,8 @@
 #   make test         setup, lint, C tests (normal, ASan+UBSan, valgrind), fuzz smoke, pytest
 #   make lint         ruff, ruff format --check, mypy --strict, clang-format, mkdocs --strict
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS each
+#   make wheel        sdist + one binary wheel per architecture (abi3, manylinux) into dist/
+#   make wheel-check  wheel, then install it without a compiler (and the sdist) and query the emulator
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 VENV ?= .venv
@@ -14,7 +16,8 @@ PYTEST_ARGS ?=
 CLANG_FORMAT ?= clang-format
 C_FILES = $(shell git ls-files 'native/*.c' 'native/*.h' 2>/dev/null || find native -name '*.[ch]')
 
-.PHONY: setup demo test lint native-test native-asan native-valgrind fuzz pytest clean
+.PHONY: setup demo test lint native-test native-asan native-valgrind fuzz pytest wheel wheel-check \
+	clean
 
 setup:
 	bash scripts/setup.sh
@@ -38,13 +41,13 @@ lint: setup
 WITH_SERVER := scripts/with-emulator.sh
 
 native-test: setup
-	cmake -S . -B build/native -G Ninja -DMSSQLCDC_BUILD_TESTS=ON >/dev/null
+	cmake -S . -B build/native -G Ninja -DMSSQLCDC_BUILD_TESTS=ON -DMSSQLCDC_WERROR=ON >/dev/null
 	cmake --build build/native
 	$(WITH_SERVER) ctest --test-dir build/native --output-on-failure
 
 native-asan: setup
 	cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMSSQLCDC_BUILD_TESTS=ON \
-	  -DMSSQLCDC_SANITIZE=ON >/dev/null
+	  -DMSSQLCDC_SANITIZE=ON -DMSSQLCDC_WERROR=ON >/dev/null
 	cmake --build build/asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  $(WITH_SERVER) ctest --test-dir build/asan --output-on-failure
@@ -57,7 +60,7 @@ native-valgrind: native-test
 # Each libFuzzer target runs for FUZZ_SECONDS on a copy of its committed seed corpus (new inputs
 # land in build/fuzz/corpus, not in the repository).
 fuzz:
-	CC=clang cmake -S . -B build/fuzz -G Ninja -DMSSQLCDC_FUZZ=ON >/dev/null
+	CC=clang cmake -S . -B build/fuzz -G Ninja -DMSSQLCDC_FUZZ=ON -DMSSQLCDC_WERROR=ON >/dev/null
 	cmake --build build/fuzz
 	for target in build/fuzz/native/tests/fuzz/fuzz_*; do \
 	  name=$$(basename $$target); \
@@ -70,6 +73,16 @@ fuzz:
 
 pytest: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The sdist and a cp310-abi3 manylinux_2_17 wheel per architecture (zig's clang, the node's
+# OpenSSL 3; ADR 0050), checked with auditwheel and abi3audit. WHEEL_ARCHES="x86_64" for one.
+wheel: setup
+	bash scripts/build-wheel.sh
+
+# The wheel installed into fresh venvs with no compiler on PATH (each CPython 3.10+ found), and
+# the sdist built by pip, each importing and querying the emulator over TLS.
+wheel-check: wheel
+	bash scripts/check-wheel.sh
 
 clean:
 	rm -rf build

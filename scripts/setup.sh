@@ -41,6 +41,8 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+# The project's own builds treat compiler warnings as errors (a user's pip install does not).
+export SKBUILD_CMAKE_DEFINE="MSSQLCDC_WERROR=ON"
 
 # The C core is compiled into the editable install, so a change to a native file needs a
 # rebuild; a change to the pinned dependencies needs a full install (which also rebuilds).

@@ -8,6 +8,7 @@
  * mssql_cdc.errors; messages never hold the password or the access token.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mssqlcdc/conn.h"
@@ -31,8 +32,9 @@ typedef struct {
   int has_rows;
 } ResultObject;
 
-static PyTypeObject ConnectionType;
-static PyTypeObject ResultType;
+/* Heap types (PyType_FromSpec, the stable ABI), made once by mc_py_add_conn_types. */
+static PyTypeObject *ConnectionType;
+static PyTypeObject *ResultType;
 
 static void stream_capsule_destructor(PyObject *capsule);
 
@@ -112,11 +114,12 @@ static int copy_optional_str(PyObject *obj, const char *name, const char **out) 
   *out = NULL;
   if (obj == NULL || obj == Py_None) return 0;
   if (!PyUnicode_Check(obj)) {
-    PyErr_Format(PyExc_TypeError, "%s must be a str or None, not %.100s", name,
-                 Py_TYPE(obj)->tp_name);
+    PyObject *tn = mc_py_type_name(obj);
+    if (tn != NULL) PyErr_Format(PyExc_TypeError, "%s must be a str or None, not %.100U", name, tn);
+    Py_XDECREF(tn);
     return -1;
   }
-  *out = PyUnicode_AsUTF8(obj);
+  *out = PyUnicode_AsUTF8AndSize(obj, NULL);
   if (*out == NULL) {
     /* The UnicodeEncodeError would carry the whole string (a secret): replace it. */
     PyErr_Clear();
@@ -204,7 +207,7 @@ static PyObject *native_connect(PyObject *module, PyObject *args, PyObject *kwar
   Py_BEGIN_ALLOW_THREADS st = mc_conn_open(&params, &auth, &conn, &err);
   Py_END_ALLOW_THREADS mc_conn_params_clear(&params);
   if (st != MC_OK) return raise_login(st, &err);
-  ConnectionObject *self = PyObject_New(ConnectionObject, &ConnectionType);
+  ConnectionObject *self = PyObject_New(ConnectionObject, ConnectionType);
   if (self == NULL) {
     mc_conn_close(conn);
     return NULL;
@@ -239,12 +242,14 @@ static int convert_params(PyObject *seq, mc_param **out, Py_ssize_t *n, PyObject
   if (seq == NULL || seq == Py_None) return 0;
   PyObject *fast = PySequence_Fast(seq, "params must be a sequence (list or tuple)");
   if (fast == NULL) return -1;
-  Py_ssize_t count = PySequence_Fast_GET_SIZE(fast);
+  Py_ssize_t count = PySequence_Size(fast);
   mc_param *p = PyMem_Calloc(count > 0 ? (size_t)count : 1, sizeof *p);
   PyObject *keep_list = PyList_New(0);
   if (p == NULL || keep_list == NULL) goto fail;
   for (Py_ssize_t i = 0; i < count; i++) {
-    PyObject *v = PySequence_Fast_GET_ITEM(fast, i);
+    /* PySequence_Fast gives a list or a tuple; borrowed references. */
+    PyObject *v = PyList_Check(fast) ? PyList_GetItem(fast, i) : PyTuple_GetItem(fast, i);
+    if (v == NULL) goto fail;
     if (v == Py_None) {
       p[i].type = MC_PARAM_NULL;
     } else if (PyBool_Check(v)) {
@@ -279,11 +284,13 @@ static int convert_params(PyObject *seq, mc_param **out, Py_ssize_t *n, PyObject
         raw = PyObject_Bytes(v);
       }
       if (raw == NULL) {
-        if (!PyErr_Occurred()) {
+        PyObject *tn = PyErr_Occurred() ? NULL : mc_py_type_name(v);
+        if (tn != NULL) {
           PyErr_Format(PyExc_TypeError,
-                       "parameter %zd has type %.100s; supported: None, bool, int, float, str, "
+                       "parameter %zd has type %.100U; supported: None, bool, int, float, str, "
                        "bytes (an Lsn passes as binary(10))",
-                       i + 1, Py_TYPE(v)->tp_name);
+                       i + 1, tn);
+          Py_DECREF(tn);
         }
         goto fail;
       }
@@ -293,8 +300,11 @@ static int convert_params(PyObject *seq, mc_param **out, Py_ssize_t *n, PyObject
       }
       Py_DECREF(raw);
       p[i].type = MC_PARAM_BINARY;
-      p[i].bytes = (const uint8_t *)PyBytes_AS_STRING(raw);
-      p[i].len = (size_t)PyBytes_GET_SIZE(raw);
+      char *raw_bytes = NULL;
+      Py_ssize_t raw_len = 0;
+      if (PyBytes_AsStringAndSize(raw, &raw_bytes, &raw_len) < 0) goto fail;
+      p[i].bytes = (const uint8_t *)raw_bytes;
+      p[i].len = (size_t)raw_len;
     }
   }
   if (PyList_Append(keep_list, fast) < 0) goto fail; /* keeps the str objects alive */
@@ -350,7 +360,7 @@ static PyObject *Connection_execute(ConnectionObject *self, PyObject *args, PyOb
     return NULL;
   }
   if (st != MC_OK) return raise_status(self, st, &err, 0);
-  ResultObject *r = PyObject_New(ResultObject, &ResultType);
+  ResultObject *r = PyObject_New(ResultObject, ResultType);
   if (r == NULL) return NULL;
   Py_INCREF(self);
   r->owner = self;
@@ -502,9 +512,9 @@ static PyObject *Connection_scalar(ConnectionObject *self, PyObject *args, PyObj
   if (st != MC_OK) return raise_status(self, st, &err, 0);
   if (!has_row) Py_RETURN_NONE;
   /* Hand the one row to pyarrow as a stream and take column 0 of row 0. */
-  struct ArrowArrayStream *stream = PyMem_RawCalloc(1, sizeof *stream);
+  struct ArrowArrayStream *stream = calloc(1, sizeof *stream);
   if (stream == NULL || mc_arrow_stream_from_arrays(&schema, &array, 1, stream) != MC_OK) {
-    PyMem_RawFree(stream);
+    free(stream);
     array.release(&array);
     schema.release(&schema);
     return PyErr_NoMemory();
@@ -512,7 +522,7 @@ static PyObject *Connection_scalar(ConnectionObject *self, PyObject *args, PyObj
   PyObject *capsule = PyCapsule_New(stream, "arrow_array_stream", stream_capsule_destructor);
   if (capsule == NULL) {
     stream->release(stream);
-    PyMem_RawFree(stream);
+    free(stream);
     return NULL;
   }
   PyObject *value = NULL;
@@ -560,9 +570,11 @@ static PyObject *Connection_repr(ConnectionObject *self) {
 }
 
 static void Connection_dealloc(ConnectionObject *self) {
+  PyTypeObject *type = Py_TYPE(self);
   mc_conn_close(self->conn); /* no Result holds a reference, so no thread is inside */
   if (self->lock != NULL) PyThread_free_lock(self->lock);
   PyObject_Free(self);
+  Py_DECREF(type); /* an instance of a heap type holds a reference to it */
 }
 
 static PyMethodDef Connection_methods[] = {
@@ -591,15 +603,21 @@ static PyGetSetDef Connection_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject ConnectionType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mssql_cdc._native.Connection",
-    .tp_basicsize = sizeof(ConnectionObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A connection to SQL Server; made by mssql_cdc._native.connect().",
-    .tp_dealloc = (destructor)Connection_dealloc,
-    .tp_repr = (reprfunc)Connection_repr,
-    .tp_methods = Connection_methods,
-    .tp_getset = Connection_getset,
+static PyType_Slot Connection_slots[] = {
+    {Py_tp_doc, (void *)"A connection to SQL Server; made by mssql_cdc._native.connect()."},
+    {Py_tp_dealloc, (void *)Connection_dealloc},
+    {Py_tp_repr, (void *)Connection_repr},
+    {Py_tp_methods, Connection_methods},
+    {Py_tp_getset, Connection_getset},
+    {0, NULL},
+};
+
+/* Instances come only from connect() (as from a static type without tp_new). */
+static PyType_Spec Connection_spec = {
+    .name = "mssql_cdc._native.Connection",
+    .basicsize = sizeof(ConnectionObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = Connection_slots,
 };
 
 /* ---- Result: an Arrow C stream over the connection ------------------------------------- */
@@ -674,7 +692,7 @@ static void stream_release(struct ArrowArrayStream *stream) {
     PyGILState_STATE g = PyGILState_Ensure();
     Py_XDECREF(p->owner);
     PyGILState_Release(g);
-    PyMem_RawFree(p);
+    free(p);
   }
   stream->private_data = NULL;
   stream->release = NULL;
@@ -687,7 +705,7 @@ static void stream_capsule_destructor(PyObject *capsule) {
     return;
   }
   if (s->release != NULL) s->release(s);
-  PyMem_RawFree(s);
+  free(s);
 }
 
 static PyObject *Result_arrow_c_stream(ResultObject *self, PyObject *args, PyObject *kwargs) {
@@ -703,11 +721,11 @@ static PyObject *Result_arrow_c_stream(ResultObject *self, PyObject *args, PyObj
   if (self->exported) {
     return PyErr_Format(PyExc_ValueError, "this result was already consumed (read it once)");
   }
-  struct ArrowArrayStream *s = PyMem_RawCalloc(1, sizeof *s);
-  stream_private *p = PyMem_RawCalloc(1, sizeof *p);
+  struct ArrowArrayStream *s = calloc(1, sizeof *s);
+  stream_private *p = calloc(1, sizeof *p);
   if (s == NULL || p == NULL) {
-    PyMem_RawFree(s);
-    PyMem_RawFree(p);
+    free(s);
+    free(p);
     return PyErr_NoMemory();
   }
   Py_INCREF(self->owner);
@@ -722,7 +740,7 @@ static PyObject *Result_arrow_c_stream(ResultObject *self, PyObject *args, PyObj
   PyObject *capsule = PyCapsule_New(s, "arrow_array_stream", stream_capsule_destructor);
   if (capsule == NULL) {
     stream_release(s);
-    PyMem_RawFree(s);
+    free(s);
     return NULL;
   }
   self->exported = 1;
@@ -740,8 +758,10 @@ static PyObject *Result_get_has_rows(ResultObject *self, void *closure) {
 }
 
 static void Result_dealloc(ResultObject *self) {
+  PyTypeObject *type = Py_TYPE(self);
   Py_XDECREF(self->owner);
   PyObject_Free(self);
+  Py_DECREF(type);
 }
 
 static PyMethodDef Result_methods[] = {
@@ -760,14 +780,19 @@ static PyGetSetDef Result_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject ResultType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mssql_cdc._native.Result",
-    .tp_basicsize = sizeof(ResultObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The result of Connection.execute: an Arrow C stream (read once).",
-    .tp_dealloc = (destructor)Result_dealloc,
-    .tp_methods = Result_methods,
-    .tp_getset = Result_getset,
+static PyType_Slot Result_slots[] = {
+    {Py_tp_doc, (void *)"The result of Connection.execute: an Arrow C stream (read once)."},
+    {Py_tp_dealloc, (void *)Result_dealloc},
+    {Py_tp_methods, Result_methods},
+    {Py_tp_getset, Result_getset},
+    {0, NULL},
+};
+
+static PyType_Spec Result_spec = {
+    .name = "mssql_cdc._native.Result",
+    .basicsize = sizeof(ResultObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = Result_slots,
 };
 
 static PyMethodDef conn_functions[] = {
@@ -794,11 +819,12 @@ int mc_py_add_conn_types(PyObject *module) {
   if (!ErrSqlServer || !ErrLogin || !ErrConnectionLost || !ErrTls || !ErrTimeout || !ErrProtocol) {
     return -1;
   }
-  if (PyType_Ready(&ConnectionType) < 0 || PyType_Ready(&ResultType) < 0) return -1;
-  Py_INCREF(&ConnectionType);
-  Py_INCREF(&ResultType);
-  if (PyModule_AddObject(module, "Connection", (PyObject *)&ConnectionType) < 0 ||
-      PyModule_AddObject(module, "Result", (PyObject *)&ResultType) < 0) {
+  ConnectionType = (PyTypeObject *)PyType_FromSpec(&Connection_spec);
+  if (ConnectionType == NULL) return -1;
+  ResultType = (PyTypeObject *)PyType_FromSpec(&Result_spec);
+  if (ResultType == NULL) return -1;
+  /* PyModule_AddType takes its own reference: the statics keep theirs. */
+  if (PyModule_AddType(module, ConnectionType) < 0 || PyModule_AddType(module, ResultType) < 0) {
     return -1;
   }
   return PyModule_AddFunctions(module, conn_functions);

@@ -13,12 +13,13 @@ typedef struct {
   PyObject_HEAD mc_lsn lsn;
 } LsnObject;
 
-static PyTypeObject LsnType;
+/* A heap type (PyType_FromSpec, the stable ABI), made once by mc_py_add_lsn_type. */
+static PyTypeObject *LsnType;
 
-#define LSN_CHECK(o) PyObject_TypeCheck((o), &LsnType)
+#define LSN_CHECK(o) PyObject_TypeCheck((o), LsnType)
 
 static PyObject *lsn_new_from(const mc_lsn *lsn) {
-  LsnObject *self = PyObject_New(LsnObject, &LsnType);
+  LsnObject *self = PyObject_New(LsnObject, LsnType);
   if (self == NULL) return NULL;
   self->lsn = *lsn;
   return (PyObject *)self;
@@ -41,18 +42,33 @@ static int lsn_parse_str(PyObject *text, mc_lsn *out) {
   return 0;
 }
 
-/* Fills *out from a 10-byte bytes-like object. */
+/* Fills *out from a 10-byte bytes-like object: 1 on success, 0 if obj has no buffer interface
+ * (no exception set), -1 with an exception set. Python 3.10's limited API has no Py_buffer
+ * (PyObject_GetBuffer is in it from 3.11), so the bytes come through a memoryview. */
 static int lsn_from_buffer(PyObject *obj, mc_lsn *out) {
-  Py_buffer view;
-  if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) != 0) return -1;
-  if (view.len != MC_LSN_SIZE) {
-    PyErr_Format(PyExc_ValueError, "an LSN is binary(10): expected 10 bytes, got %zd", view.len);
-    PyBuffer_Release(&view);
+  PyObject *view = PyMemoryView_FromObject(obj);
+  if (view == NULL) {
+    if (!PyErr_ExceptionMatches(PyExc_TypeError)) return -1;
+    PyErr_Clear(); /* not bytes-like */
+    return 0;
+  }
+  PyObject *raw = PyObject_CallMethod(view, "tobytes", NULL);
+  Py_DECREF(view);
+  if (raw == NULL) return -1;
+  char *buf = NULL;
+  Py_ssize_t len = 0;
+  if (PyBytes_AsStringAndSize(raw, &buf, &len) < 0) {
+    Py_DECREF(raw);
     return -1;
   }
-  memcpy(out->bytes, view.buf, MC_LSN_SIZE);
-  PyBuffer_Release(&view);
-  return 0;
+  if (len != MC_LSN_SIZE) {
+    PyErr_Format(PyExc_ValueError, "an LSN is binary(10): expected 10 bytes, got %zd", len);
+    Py_DECREF(raw);
+    return -1;
+  }
+  memcpy(out->bytes, buf, MC_LSN_SIZE);
+  Py_DECREF(raw);
+  return 1;
 }
 
 static PyObject *Lsn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
@@ -67,11 +83,15 @@ static PyObject *Lsn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
   mc_lsn lsn;
   if (PyUnicode_Check(value)) {
     if (lsn_parse_str(value, &lsn) != 0) return NULL;
-  } else if (PyObject_CheckBuffer(value)) {
-    if (lsn_from_buffer(value, &lsn) != 0) return NULL;
-  } else {
-    return PyErr_Format(PyExc_TypeError, "Lsn() takes a str or 10 bytes, not %.100s",
-                        Py_TYPE(value)->tp_name);
+    return lsn_new_from(&lsn);
+  }
+  int rc = lsn_from_buffer(value, &lsn);
+  if (rc < 0) return NULL;
+  if (rc == 0) {
+    PyObject *tn = mc_py_type_name(value);
+    if (tn != NULL) PyErr_Format(PyExc_TypeError, "Lsn() takes a str or 10 bytes, not %.100U", tn);
+    Py_XDECREF(tn);
+    return NULL;
   }
   return lsn_new_from(&lsn);
 }
@@ -79,8 +99,10 @@ static PyObject *Lsn_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
 static PyObject *Lsn_parse(PyObject *cls, PyObject *text) {
   (void)cls;
   if (!PyUnicode_Check(text)) {
-    return PyErr_Format(PyExc_TypeError, "Lsn.parse() takes a str, not %.100s",
-                        Py_TYPE(text)->tp_name);
+    PyObject *tn = mc_py_type_name(text);
+    if (tn != NULL) PyErr_Format(PyExc_TypeError, "Lsn.parse() takes a str, not %.100U", tn);
+    Py_XDECREF(tn);
+    return NULL;
   }
   mc_lsn lsn;
   if (lsn_parse_str(text, &lsn) != 0) return NULL;
@@ -91,8 +113,9 @@ static PyObject *Lsn_parse(PyObject *cls, PyObject *text) {
 static int lsn_part(PyObject *value, const char *name, unsigned long long max,
                     unsigned long long *out) {
   if (!PyLong_Check(value)) {
-    PyErr_Format(PyExc_TypeError, "LSN %s must be an int, not %.100s", name,
-                 Py_TYPE(value)->tp_name);
+    PyObject *tn = mc_py_type_name(value);
+    if (tn != NULL) PyErr_Format(PyExc_TypeError, "LSN %s must be an int, not %.100U", name, tn);
+    Py_XDECREF(tn);
     return -1;
   }
   unsigned long long v = PyLong_AsUnsignedLongLong(value);
@@ -242,26 +265,27 @@ PyDoc_STRVAR(Lsn_doc,
              "Immutable, ordered as the log, hashable; str() gives '0x' + 20 upper-case hex\n"
              "digits and bytes() the 10 bytes. Lsn(str) is Lsn.parse(str).");
 
-static PyTypeObject LsnType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "mssql_cdc.Lsn",
-    .tp_basicsize = sizeof(LsnObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = Lsn_doc,
-    .tp_new = Lsn_new,
-    .tp_repr = Lsn_repr,
-    .tp_str = Lsn_str,
-    .tp_hash = Lsn_hash,
-    .tp_richcompare = Lsn_richcompare,
-    .tp_methods = Lsn_methods,
-    .tp_getset = Lsn_getset,
+static PyType_Slot Lsn_slots[] = {
+    {Py_tp_doc, (void *)Lsn_doc},
+    {Py_tp_new, (void *)Lsn_new},
+    {Py_tp_repr, (void *)Lsn_repr},
+    {Py_tp_str, (void *)Lsn_str},
+    {Py_tp_hash, (void *)Lsn_hash},
+    {Py_tp_richcompare, (void *)Lsn_richcompare},
+    {Py_tp_methods, Lsn_methods},
+    {Py_tp_getset, Lsn_getset},
+    {0, NULL},
+};
+
+static PyType_Spec Lsn_spec = {
+    .name = "mssql_cdc.Lsn",
+    .basicsize = sizeof(LsnObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = Lsn_slots,
 };
 
 int mc_py_add_lsn_type(PyObject *module) {
-  if (PyType_Ready(&LsnType) < 0) return -1;
-  Py_INCREF(&LsnType);
-  if (PyModule_AddObject(module, "Lsn", (PyObject *)&LsnType) < 0) {
-    Py_DECREF(&LsnType);
-    return -1;
-  }
-  return 0;
+  LsnType = (PyTypeObject *)PyType_FromSpec(&Lsn_spec);
+  if (LsnType == NULL) return -1;
+  return PyModule_AddType(module, LsnType); /* its own reference: LsnType keeps ours */
 }

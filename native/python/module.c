@@ -6,6 +6,26 @@
 
 #include "mssqlcdc/version.h"
 
+PyObject *mc_py_type_name(PyObject *obj) {
+  PyTypeObject *type = Py_TYPE(obj);
+  PyObject *name = PyObject_GetAttrString((PyObject *)type, "__name__");
+  if (name == NULL || (PyType_GetFlags(type) & Py_TPFLAGS_HEAPTYPE) != 0) return name;
+  /* A static type's tp_name is "module.name", or "name" for a builtin. */
+  PyObject *module = PyObject_GetAttrString((PyObject *)type, "__module__");
+  PyObject *full = NULL;
+  if (module == NULL) {
+    full = NULL;
+  } else if (PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "builtins") != 0) {
+    full = PyUnicode_FromFormat("%U.%U", module, name);
+  } else {
+    Py_INCREF(name);
+    full = name;
+  }
+  Py_XDECREF(module);
+  Py_DECREF(name);
+  return full;
+}
+
 static PyObject *native_version(PyObject *self, PyObject *unused) {
   (void)self;
   (void)unused;

@@ -4,8 +4,15 @@
 #ifndef MSSQLCDC_NATIVE_MODULE_H
 #define MSSQLCDC_NATIVE_MODULE_H
 
+/* The extension is built for the stable ABI (abi3) of CPython 3.10 and later: one wheel for
+ * every CPython >= 3.10. The build defines Py_LIMITED_API (native/python/CMakeLists.txt); only
+ * the limited C API may be used here (no static types, no Py_buffer, no struct fields). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+/* The name of obj's type for error messages, as the full API's tp_name gives it ("int",
+ * "datetime.date"; __name__ for a heap type): a new reference, or NULL with an exception set. */
+PyObject *mc_py_type_name(PyObject *obj);
 
 /* Adds the Lsn type to the module; 0 on success, -1 with an exception set. */
 int mc_py_add_lsn_type(PyObject *module);
