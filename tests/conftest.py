@@ -2,10 +2,17 @@
 
 * ``spark``: one local Spark session (``local[2]``, Delta, UTC) for the whole run. Tests that
   use it get the ``spark`` marker automatically, so ``pytest -m "not spark"`` runs without a JVM.
+* ``connect_spark``: a Spark Connect session to a local plain Spark Connect server (Delta's SQL
+  extension, no Delta Connect plugin) started in its own process for the whole run
+  (tests/connect_server.py).
+* ``any_spark``: parametrised over ``classic`` (``spark``) and ``connect`` (``connect_spark``);
+  tests that use it run once on each. Connect runs get the ``connect`` marker as well, so
+  ``pytest -m "not connect"`` leaves them out.
 """
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,10 +43,59 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     session.stop()
 
 
+_SPARK_FIXTURES = frozenset({"spark", "connect_spark", "any_spark"})
+
+
+@pytest.fixture(scope="session")
+def connect_spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    pytest.importorskip("pyspark")
+    pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect] (grpcio, pandas)")
+    pytest.importorskip("pandas", reason="Spark Connect needs pyspark[connect] (grpcio, pandas)")
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    from connect_server import free_port, launch
+
+    base: Path = tmp_path_factory.mktemp("spark-connect")
+    port = free_port()
+    server = launch(port, base / "warehouse", base / "server.log")
+    try:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+            session = RemoteSparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+        yield session  # type: ignore[misc]
+        session.stop()
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()  # the server stops its session and exits
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+@pytest.fixture(params=["classic", "connect"])
+def any_spark(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> SparkSession:
+    """The classic session, or the Spark Connect one; PySpark's functions module builds
+    Connect columns only while ``SPARK_CONNECT_MODE_ENABLED`` is set, so it is set for the
+    Connect runs."""
+    if request.param == "classic":
+        session: SparkSession = request.getfixturevalue("spark")
+        return session
+    session = request.getfixturevalue("connect_spark")
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+    return session
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
+        if _SPARK_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.spark)
+        callspec = getattr(item, "callspec", None)
+        if (
+            callspec is not None and callspec.params.get("any_spark") == "connect"
+        ) or "connect_spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.connect)
 
 
 # ---- BEGIN emulator fixtures (mssql_cdc.emulator; owned by the emulator work) ----------------

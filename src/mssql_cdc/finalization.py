@@ -22,6 +22,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -35,7 +36,7 @@ from mssql_cdc.sink.facts import parse_utc, utc_now
 from mssql_cdc.sink.tables import TableRef, create_table, table_ref
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.listener import (
         QueryIdleEvent,
         QueryProgressEvent,
@@ -264,19 +265,22 @@ def advance(
 
 
 def _merge(spark: SparkSession, ref: TableRef, source: DataFrame) -> None:
+    """MERGE in SQL over a temporary view of ``source``, not ``DeltaTable.merge``: it needs no
+    Delta Connect plugin, so it runs on Spark Connect and serverless too (ADR 0061)."""
     columns = ("table_name", "finalized_until", "end_lsn", "end_commit_ts", "updated_at")
-    values: dict[str, str | Column] = {c: f"s.{c}" for c in columns}
-    (
-        ref.delta_table(spark)
-        .alias("t")
-        .merge(source.alias("s"), "t.table_name = s.table_name")
-        .whenMatchedUpdate(
-            condition="t.finalized_until IS NULL OR t.finalized_until < s.finalized_until",
-            set={c: v for c, v in values.items() if c != "table_name"},
+    view = f"mssql_cdc_finalization_{uuid.uuid4().hex}"
+    source.createOrReplaceTempView(view)
+    updates = ", ".join(f"t.{c} = s.{c}" for c in columns if c != "table_name")
+    try:
+        spark.sql(
+            f"MERGE INTO {ref.sql} AS t USING {view} AS s ON t.table_name = s.table_name "
+            "WHEN MATCHED AND (t.finalized_until IS NULL OR t.finalized_until < s.finalized_until) "
+            f"THEN UPDATE SET {updates} "
+            f"WHEN NOT MATCHED THEN INSERT ({', '.join(columns)}) "
+            f"VALUES ({', '.join('s.' + c for c in columns)})"
         )
-        .whenNotMatchedInsert(values=values)
-        .execute()
-    )
+    finally:
+        spark.catalog.dropTempView(view)
 
 
 class FinalizationListener:

@@ -8,7 +8,8 @@ Everything runs on the driver, once per micro-batch, in this order (docs/sink.md
 2. the partition files of earlier attempts are deleted from the metrics directory (this
    attempt's tasks have not run yet; event files, which planning writes before the sink runs
    and whose names are keyed, stay);
-3. the batch is read once: ``persist()`` and one aggregation (counts, ranges);
+3. the batch is read once: ``persist()`` and one aggregation (counts, ranges); where the
+   platform refuses ``persist()`` (serverless), the batch is read twice (``batch_read``);
 4. a batch with rows is appended to the target with ``txnAppId=app_id``,
    ``txnVersion=batch_id`` and the counts as ``userMetadata`` (the table is created first, with
    comments, if it does not exist);
@@ -30,6 +31,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mssql_cdc._metrics import MetricsDir, metrics_dir
+from mssql_cdc.sink.batch_read import held
 from mssql_cdc.sink.comments import (
     BRONZE_COLUMN_COMMENTS,
     BRONZE_SCHEMA_VERSION,
@@ -158,8 +160,7 @@ class DeltaSink:
             )
         if self.metrics is not None:
             self._delete_partition_files(self.metrics)
-        cached = df.persist()
-        try:
+        with held(df) as cached:
             counts = count_batch(cached)
             folded = self._fold(counts)
             if verdict is Verdict.REPLAY:
@@ -209,8 +210,6 @@ class DeltaSink:
                     counts.rows,
                     duration_ms,
                 )
-        finally:
-            cached.unpersist()
         if self.metrics is not None:
             self.metrics.clear()
         self._expected = batch_id + 1

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["TableRef", "columns_of", "create_table", "table_ref", "txn_version"]
 
+from mssql_cdc.sink.ddl import run_create_table
+from mssql_cdc.sink.txn_ids import has_delta_log, recorded_txn_version
+
 log = logging.getLogger("mssql_cdc.sink")
 
 #: characters Delta refuses in column names unless column mapping is on
@@ -55,9 +58,9 @@ class TableRef:
     def exists(self, spark: SparkSession) -> bool:
         """True when the table exists (a path: holds a Delta log)."""
         if self.path is not None:
-            from delta.tables import DeltaTable
-
-            return bool(DeltaTable.isDeltaTable(spark, self.path))
+            # the log listed afresh, not DeltaTable.isDeltaTable (Delta's Connect plugin, whose
+            # answer a Connect server's plan cache can serve stale): ADR 0060
+            return has_delta_log(spark, self.path)
         return bool(spark.catalog.tableExists(self.catalog_name))
 
     def read(self, spark: SparkSession) -> DataFrame:
@@ -134,14 +137,6 @@ def create_table(
         properties: table properties; ``delta.columnMapping.mode=name`` is added when a column
             name needs it (spaces, ``,;{}()=``).
     """
-    from delta.tables import DeltaTable
-
-    builder = DeltaTable.createIfNotExists(spark)
-    builder = (
-        builder.location(ref.path) if ref.path is not None else builder.tableName(ref.catalog_name)
-    )
-    for name, data_type, column_comment in columns:
-        builder = builder.addColumn(name, data_type, comment=column_comment)
     props = dict(properties)
     if any(_MAPPING_CHARS.intersection(name) for name, _, _ in columns):
         props.update(
@@ -151,9 +146,8 @@ def create_table(
                 "delta.minWriterVersion": "5",
             }
         )
-    for key, value in props.items():
-        builder = builder.property(key, value)
-    builder.comment(comment).execute()
+    # SQL, not DeltaTable.createIfNotExists: no Delta Connect plugin needed (ADR 0061)
+    run_create_table(spark, ref.sql, columns, comment, props)
     log.info("created Delta table %s", ref.text)
 
 
@@ -166,22 +160,15 @@ def txn_version(spark: SparkSession, ref: TableRef, app_id: str) -> int | None:
     """The last ``txnVersion`` Delta recorded for ``app_id`` on the table.
 
     Returns:
-        The version; ``-1`` when the table does not exist or holds none for ``app_id``; ``None``
-        when it cannot be read (Spark Connect, where Delta's log has no public API).
+        The version; ``-1`` when the table does not exist or holds none for ``app_id``. Read
+        through Delta's JVM classes where they are reachable, else from the ``_delta_log``
+        files through Spark (``sink.txn_ids``, ADR 0060); never ``None`` any more.
     """
-    jvm = getattr(spark, "_jvm", None)
-    jsession = getattr(spark, "_jsparkSession", None)
-    if jvm is None or jsession is None:
-        return None
-    if not ref.exists(spark):
-        return -1
     location = ref.path
     if location is None:
+        if not ref.exists(spark):
+            return -1
         detail = spark.sql(f"DESCRIBE DETAIL {ref.sql}").first()
         assert detail is not None
         location = detail["location"]
-    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(jsession, location)
-    none = jvm.scala.Option.empty()
-    snapshot = delta_log.update(False, none, none)
-    found = snapshot.transactions().get(app_id)
-    return int(found.get()) if found.isDefined() else -1
+    return recorded_txn_version(spark, location, app_id)

@@ -1,0 +1,66 @@
+"""``CREATE TABLE IF NOT EXISTS ... USING delta`` in SQL, with column and table comments and
+table properties: what works on classic Spark, on Spark Connect without Delta's Connect plugin
+and on Databricks alike (ADR 0061). Runs on the driver."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["create_table_sql", "quote_identifier", "sql_string"]
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as a back-quoted SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def sql_string(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _type_sql(data_type: object) -> str:
+    if isinstance(data_type, str):
+        return data_type
+    return str(data_type.simpleString())  # type: ignore[attr-defined]  # a Spark DataType
+
+
+def create_table_sql(
+    table_sql: str,
+    columns: Sequence[tuple[str, Any, str | None]],
+    comment: str,
+    properties: dict[str, str],
+) -> str:
+    """The statement that creates the table ``table_sql`` (a name or ``delta.`<path>```)
+    unless it exists.
+
+    Args:
+        columns: ``(name, type, comment)``; ``type`` a SQL type string or a Spark ``DataType``.
+    """
+    cols = []
+    for name, data_type, column_comment in columns:
+        col = f"{quote_identifier(name)} {_type_sql(data_type)}"
+        if column_comment is not None:
+            col += f" COMMENT {sql_string(column_comment)}"
+        cols.append(col)
+    props = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items())
+    statement = f"CREATE TABLE IF NOT EXISTS {table_sql} ({', '.join(cols)}) USING delta"
+    statement += f" COMMENT {sql_string(comment)}"
+    if props:
+        statement += f" TBLPROPERTIES ({props})"
+    return statement
+
+
+def run_create_table(
+    spark: SparkSession,
+    table_sql: str,
+    columns: Sequence[tuple[str, Any, str | None]],
+    comment: str,
+    properties: dict[str, str],
+) -> None:
+    """Runs :func:`create_table_sql`."""
+    spark.sql(create_table_sql(table_sql, columns, comment, properties))

@@ -1,0 +1,137 @@
+"""The main job on classic Spark and through a local plain Spark Connect server (``any_spark``):
+``to_delta`` with a facts table, a rerun, the rewind check, the bootstrap, ``finalization.track``
+and the pipeline put together by hand (``register(spark)`` + ``delta_sink``)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from _pipeline import bronze_changes, latest_images
+
+from mssql_cdc import finalization, stream
+from mssql_cdc.sink import delta_sink
+from mssql_cdc.source import register
+
+
+def _facts(spark, path):
+    rows = spark.read.format("delta").load(str(path)).where("event IS NULL").orderBy("batch_id")
+    return rows.collect()
+
+
+def test_to_delta_reruns_and_refuses_a_deleted_checkpoint(any_spark, source, tmp_path):
+    spark = any_spark
+    bronze, facts, cp = tmp_path / "bronze", tmp_path / "facts", tmp_path / "cp"
+    source.workload(1)
+
+    def run(app_id="orders-v1"):
+        query = stream(spark, source.options(maxCommitsPerBatch="3")).to_delta(
+            str(bronze),
+            app_id=app_id,
+            checkpoint=str(cp),
+            facts_table=str(facts),
+            trigger={"availableNow": True},
+        )
+        query.awaitTermination()
+        return query
+
+    run()
+    history = source.changes()
+    assert bronze_changes(spark, bronze) == history
+    batches = _facts(spark, facts)
+    assert [r["batch_id"] for r in batches] == [0, 1]  # five commits, at most three a batch
+    assert sum(r["rows"] for r in batches) == len(history)
+    assert batches[-1]["max_lsn"] == batches[-1]["end_lsn"] == history[-1][0]
+
+    source.workload(100)  # the rerun resumes from the checkpoint: the new changes, once
+    run()
+    assert bronze_changes(spark, bronze) == source.changes()
+    batches = _facts(spark, facts)
+    assert [r["batch_id"] for r in batches] == list(range(len(batches)))
+    assert sum(r["rows"] for r in batches) == len(source.changes())
+
+    # The checkpoint deleted, the same app_id: its first batch (0) is refused, nothing written.
+    shutil.rmtree(cp)
+    source.workload(200)
+    with pytest.raises(Exception, match="the checkpoint was deleted or rewound"):
+        run()
+    assert len(_facts(spark, facts)) == len(batches)
+    # A new app_id for the new checkpoint is the way out.
+    shutil.rmtree(cp)
+    run("orders-v2")
+    assert {r["app_id"] for r in _facts(spark, facts)} == {"orders-v1", "orders-v2"}
+
+
+def test_bootstrap_then_changes(any_spark, source, tmp_path):
+    spark = any_spark
+    bronze, facts, cp = tmp_path / "bronze", tmp_path / "facts", tmp_path / "cp"
+    source.sql(
+        "INSERT INTO dbo.orders VALUES " + ", ".join(f"({i}, N'n{i}', {i})" for i in range(5))
+    )
+    source.scan()
+
+    def run():
+        stream(spark, source.options()).to_delta(
+            str(bronze),
+            app_id="orders-boot",
+            checkpoint=str(cp),
+            facts_table=str(facts),
+            trigger={"availableNow": True},
+            bootstrap=True,
+        ).awaitTermination()
+
+    run()
+    assert spark.read.format("delta").load(str(bronze)).where("_operation = 0").count() == 5
+    source.workload(100)
+    run()  # the rerun finds the snapshot and reads only the changes
+    assert spark.read.format("delta").load(str(bronze)).where("_operation = 0").count() == 5
+    assert latest_images(spark, bronze) == source.table()
+    events = spark.read.format("delta").load(str(facts)).where("event IS NOT NULL").collect()
+    assert sorted(e["event"] for e in events) == ["bootstrap", "snapshot_open"]
+
+
+def test_track_advances_the_verdict_of_a_running_query(any_spark, source, tmp_path):
+    spark = any_spark
+    bronze, control = str(tmp_path / "bronze"), str(tmp_path / "control")
+    source.workload(1)
+    query = stream(spark, source.options()).to_delta(
+        bronze,
+        app_id="fin-v1",
+        checkpoint=str(tmp_path / "cp"),
+        facts_table=str(tmp_path / "facts"),
+        trigger={"processingTime": "1 second"},
+    )
+    try:
+        listener = finalization.track(spark, query, control, bronze, granularity="minute")
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    listener.finish()
+    assert listener.join(timeout=120)
+    assert listener.last_error is None
+    last = finalization.track(spark, query, control, bronze, granularity="minute")
+    assert last.join(timeout=120)
+    assert last.last_error is None
+    ends = [finalization.end_offset_from_progress(p) for p in query.recentProgress]
+    newest = max((e for e in ends if e), key=lambda e: e["lsn"])
+    expected = finalization.candidate(newest, granularity="minute")
+    assert finalization.finalized_until(spark, control, bronze) == expected
+
+
+def test_pipeline_by_hand_with_register_and_delta_sink(any_spark, source, tmp_path):
+    spark = any_spark
+    bronze, facts = str(tmp_path / "bronze"), str(tmp_path / "facts")
+    source.workload(1)
+    register(spark)
+    query = (
+        spark.readStream.format("mssql_cdc")
+        .options(**source.options())
+        .load()
+        .writeStream.foreachBatch(delta_sink(bronze, "by-hand", facts))
+        .option("checkpointLocation", str(tmp_path / "cp"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    assert bronze_changes(spark, bronze) == source.changes()
+    assert sum(r["rows"] for r in _facts(spark, facts)) == len(source.changes())
