@@ -41,27 +41,16 @@ sdist=$(ls dist/mssql_cdc-*.tar.gz)
 log "built $sdist"
 
 # --- OpenSSL 3 of the target architecture: Debian's libssl-dev and libssl3, unpacked ----------
-# A private apt state (lists and cache under build/wheel/apt) so the machine's apt
-# configuration is left alone; the .deb files are unpacked with dpkg-deb, not installed.
 fetch_openssl() { # arch -> prints the directory holding include/ and lib/
-  local arch=$1 debarch triplet dir apt_dir
+  local arch=$1 debarch triplet=$1-linux-gnu dir="$work/$1/openssl"
   case $arch in
     x86_64) debarch=amd64 ;;
     aarch64) debarch=arm64 ;;
     *) log "unsupported architecture $arch (x86_64, aarch64)"; exit 2 ;;
   esac
-  triplet=$arch-linux-gnu
-  dir="$work/$arch/openssl"
   if [ ! -f "$dir/.done" ]; then
-    apt_dir="$work/apt-$debarch"
-    local apt=(apt-get -q -o "APT::Architecture=$debarch" -o "APT::Architectures=$debarch"
-      -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache"
-      -o "Dir::State::status=/dev/null")
-    rm -rf "$dir" && mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$dir/debs"
-    "${apt[@]}" update >"$work/apt-$debarch.log" 2>&1 || { cat "$work/apt-$debarch.log"; exit 1; }
-    (cd "$dir/debs" && "${apt[@]}" download "libssl-dev:$debarch" "libssl3:$debarch") \
-      >>"$work/apt-$debarch.log" 2>&1 || { cat "$work/apt-$debarch.log"; exit 1; }
-    for deb in "$dir"/debs/*.deb; do dpkg-deb -x "$deb" "$dir/root"; done
+    rm -rf "$dir"
+    scripts/fetch-debs.sh "$debarch" "$dir" libssl-dev libssl3 >&2
     mkdir -p "$dir/include" "$dir/lib"
     cp -r "$dir/root/usr/include/openssl" "$dir/include/"
     cp "$dir/root/usr/include/$triplet/openssl/"*.h "$dir/include/openssl/"

@@ -4,11 +4,14 @@
 #      on PATH (binary packages only), imports, and connects over TLS to the emulator and runs a
 #      query through mssql_cdc._native (the node's OpenSSL 3, not a bundled one); once for each
 #      CPython found of CHECK_PYTHONS (default python3.10 to python3.13: the one abi3 binary);
-#   2. the sdist builds and installs in another fresh venv (pip install, its own build
+#   2. the aarch64 wheel (on an x86_64 machine): the same check under qemu-user with Debian 12's
+#      arm64 CPython 3.11 and OpenSSL 3 (packages unpacked under build/wheel-check, not
+#      installed), pyarrow's aarch64 wheel as its dependency;
+#   3. the sdist builds and installs in another fresh venv (pip install, its own build
 #      isolation, warnings not errors) and passes the same check.
-# The emulator runs from the project's .venv (scripts/with-emulator.sh).
-#   scripts/check-wheel.sh             both
-#   CHECK_SDIST=0 scripts/check-wheel.sh   the wheel only
+# The emulator runs natively from the project's .venv (scripts/with-emulator.sh).
+#   scripts/check-wheel.sh                  all three
+#   CHECK_AARCH64=0 CHECK_SDIST=0 scripts/check-wheel.sh   the native wheel only
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -42,10 +45,12 @@ done
 
 # The check itself, run by the fresh venv's Python: a TLS login and a query.
 cat >"$work/check.py" <<'PY'
-import os, sys
+import os, platform
 import mssql_cdc
 from mssql_cdc import _native
-print(f"imported {_native.__file__} (C library {_native.version()}, {_native.tls_library_version()})")
+machine = platform.machine()
+assert machine == os.environ.get("CHECK_MACHINE", machine), f"running on {machine}"
+print(f"{machine}: imported {_native.__file__} (C library {_native.version()}, {_native.tls_library_version()})")
 connstr = os.environ["MSSQL_CDC_TEST_CONNSTR"] + ";Encrypt=yes;TrustServerCertificate=yes"
 with _native.connect(connstr) as conn:
     table = __import__("pyarrow").RecordBatchReader.from_stream(
@@ -106,6 +111,24 @@ for name in ${CHECK_PYTHONS:-python3.10 python3.11 python3.12 python3.13}; do
 done
 if [ "$checked" = 0 ]; then
   install_and_check wheel "$python" --only-binary=:all: "$wheel"
+fi
+aarch64_wheel=$(ls dist/mssql_cdc-*-cp310-abi3-manylinux*_aarch64.whl 2>/dev/null | head -n 1)
+if [ "${CHECK_AARCH64:-1}" != 0 ] && [ "$arch" = x86_64 ] && [ -n "$aarch64_wheel" ]; then
+  qemu_start=$SECONDS
+  sysroot="$work/arm64"
+  scripts/fetch-debs.sh arm64 "$sysroot" libc6 python3.11-minimal libpython3.11-minimal \
+    libpython3.11-stdlib zlib1g libexpat1 libssl3 libffi8 libstdc++6 libgcc-s1 libbz2-1.0 \
+    liblzma5 libuuid1
+  scripts/fetch-debs.sh amd64 "$work/qemu" qemu-user-static
+  "$python" -m pip install --disable-pip-version-check -q --target "$work/arm64-site" \
+    --platform manylinux_2_28_aarch64 --platform manylinux2014_aarch64 --python-version 3.11 \
+    --implementation cp --only-binary=:all: -c constraints.txt "$aarch64_wheel" \
+    >"$work/arm64-site.log" 2>&1 || { cat "$work/arm64-site.log"; exit 1; }
+  log "aarch64: sysroot, qemu and packages ready in $((SECONDS - qemu_start)) s"
+  scripts/with-emulator.sh env PYTHONPATH="$work/arm64-site" CHECK_MACHINE=aarch64 \
+    "$work/qemu/root/usr/bin/qemu-aarch64-static" -L "$sysroot/root" \
+    "$sysroot/root/usr/bin/python3.11" "$work/check.py"
+  log "aarch64: checked under qemu in $((SECONDS - qemu_start)) s"
 fi
 if [ "${CHECK_SDIST:-1}" != 0 ]; then
   # The sdist needs a compiler, cmake and OpenSSL's headers: the machine's own PATH here.
