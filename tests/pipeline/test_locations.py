@@ -26,8 +26,8 @@ def test_a_uri_checkpoint_gets_no_default_and_a_warning(caplog):
 
 
 def test_an_explicit_metrics_path_holds_one_directory_per_app_id(tmp_path):
-    assert resolve_metrics_path("s3://b/cp", "orders#v1", str(tmp_path), has_facts=True) == str(
-        tmp_path / "orders_v1"
+    assert resolve_metrics_path("s3://b/cp", "orders-v1", str(tmp_path), has_facts=True) == str(
+        tmp_path / "orders-v1"
     )
     assert resolve_metrics_path("/cp", "o", "file:///tmp/m/", has_facts=False) == (
         "file:///tmp/m/o"
@@ -48,3 +48,14 @@ def test_unopenable_uris_are_refused():
 def test_uri_kinds():
     paths = ("s3://b/x", "dbfs:/x", "abfss://c@a/x", "/dbfs/x", "cp", "C:/x")
     assert [is_uri(p) for p in paths] == [True, True, True, False, False, False]
+
+
+def test_app_ids_that_sanitise_alike_get_their_own_directories(tmp_path):
+    base = str(tmp_path)
+    plain = resolve_metrics_path("/cp", "a_b", base, has_facts=True)
+    hashed = resolve_metrics_path("/cp", "a#b", base, has_facts=True)
+    other = resolve_metrics_path("/cp", "a b", base, has_facts=True)
+    assert plain == str(tmp_path / "a_b")  # a name that needed no sanitising stays the same
+    assert len({plain, hashed, other}) == 3
+    assert hashed.startswith(str(tmp_path / "a_b-"))
+    assert resolve_metrics_path("/cp", "a#b", base, has_facts=True) == hashed  # stable

@@ -56,3 +56,16 @@ def reading(spark, rows: list[tuple], metrics_path: str | None, parts=(), *, rea
 
     df = changes(spark, rows).coalesce(1)
     return spark.createDataFrame(df.rdd.mapPartitions(read), df.schema)
+
+
+def write_offset(checkpoint: str, batch_id: int, end: str, commit_ts: str = "") -> None:
+    """Spark's offset log entry ``<checkpoint>/offsets/<batch_id>`` of a one-source query whose
+    batch ends at LSN ``end`` (what Spark writes before it runs the batch)."""
+    import json
+    from pathlib import Path
+
+    offsets = Path(checkpoint) / "offsets"
+    offsets.mkdir(parents=True, exist_ok=True)
+    meta = {"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": {}}
+    source = {"lsn": end, "commit_ts": commit_ts}
+    (offsets / str(batch_id)).write_text(f"v1\n{json.dumps(meta)}\n{json.dumps(source)}")

@@ -52,11 +52,16 @@ def test_an_older_batch_id_is_a_rewind(recorded):
 
 
 def test_a_replay_must_end_where_the_recorded_batch_ended():
-    rec = Recorded(facts_last=3, last_max_lsn="0x05", last_end_lsn="0x06")
-    check_replay("a", 3, rec, max_lsn="0x05", end_lsn="0x06", facts_table="f")
-    check_replay("a", 3, rec, max_lsn=None, end_lsn=None, facts_table="f")
+    rec = Recorded(facts_last=3, last_max_lsn="0x05", last_end_lsn="0x06", last_rows=4)
+    check_replay("a", 3, rec, max_lsn="0x05", end_lsn="0x06", rows=4, facts_table="f")
+    check_replay("a", 3, rec, max_lsn=None, end_lsn=None, rows=2, facts_table="f")  # purged
     with pytest.raises(ValueError, match=r"another end LSN \(0x09, recorded 0x06\)"):
-        check_replay("a", 3, rec, max_lsn="0x05", end_lsn="0x09", facts_table="f")
+        check_replay("a", 3, rec, max_lsn="0x05", end_lsn="0x09", rows=4, facts_table="f")
+    # an empty batch replayed: only its end offset and its row count can tell
+    empty = Recorded(facts_last=0, last_end_lsn="0x06", last_rows=0)
+    check_replay("a", 0, empty, max_lsn=None, end_lsn="0x06", rows=0, facts_table="f")
+    with pytest.raises(ValueError, match=r"but more rows \(1, recorded 0\)"):
+        check_replay("a", 0, empty, max_lsn="0x07", end_lsn=None, rows=1, facts_table="f")
 
 
 def test_no_metrics_files_fold_to_nulls():

@@ -3,7 +3,9 @@ stream starts at the snapshot's LSN (docs/streaming.md#bootstrap; ADR 0022).
 
 Runs on the driver, in the calling Python process, before the query starts:
 
-1. find an earlier snapshot: this app_id's ``bootstrap`` facts row, else this app_id's snapshot
+1. find an earlier snapshot: this app_id's ``bootstrap`` facts row for this target (the same
+   table in any spelling; ``to_delta`` has refused an app_id recorded for another target), else
+   this app_id's snapshot
    commit in the target (``txnAppId`` ``<app_id>#events``), else operation-0 rows of any
    capture instance of the table; found, nothing is read (a missing ``bootstrap`` row is
    written from the target's rows);
@@ -38,7 +40,14 @@ from mssql_cdc.sink.comments import (
     FACTS_TABLE_COMMENT,
 )
 from mssql_cdc.sink.facts import FACTS_DDL, utc_now
-from mssql_cdc.sink.tables import TableRef, columns_of, create_table, txn_version
+from mssql_cdc.sink.tables import (
+    TableRef,
+    columns_of,
+    create_table,
+    same_table,
+    table_ref,
+    txn_version,
+)
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -102,18 +111,29 @@ def _from_history(spark: SparkSession, target: TableRef, app_id: str) -> str | N
     return None
 
 
-def _facts_snapshot(spark: SparkSession, facts: TableRef | None, app_id: str) -> str | None:
+def _facts_snapshot(
+    spark: SparkSession, facts: TableRef | None, app_id: str, target: TableRef
+) -> str | None:
+    """The LSN of this app_id's newest ``bootstrap`` row written for ``target``."""
     from pyspark.sql import functions as sf
 
     if facts is None or not facts.exists(spark):
         return None
-    row = (
+    rows = (
         facts.read(spark)
         .where((sf.col("app_id") == app_id) & (sf.col("event") == "bootstrap"))
-        .agg(sf.max("max_lsn"))
-        .first()
+        .groupBy("target")
+        .agg(sf.max("max_lsn").alias("lsn"))
+        .collect()
     )
-    return None if row is None else row[0]
+    found = [
+        r["lsn"]
+        for r in rows
+        if r["lsn"] is not None
+        and r["target"] is not None
+        and same_table(spark, table_ref(r["target"], "target"), target)
+    ]
+    return max(found) if found else None
 
 
 def ensure_facts_table(spark: SparkSession, facts: TableRef) -> None:
@@ -195,7 +215,7 @@ def _find(
     """The LSN of an earlier snapshot, and whether its ``bootstrap`` facts row is missing."""
     from pyspark.sql import functions as sf
 
-    recorded = _facts_snapshot(spark, facts, app_id)
+    recorded = _facts_snapshot(spark, facts, app_id, target)
     if recorded is not None:
         return recorded, False
     if not target.exists(spark):

@@ -16,6 +16,7 @@ from mssql_cdc.options import ReaderOptions, SourceOptions, parse_options
 from mssql_cdc.pipeline.arguments import check_trigger, copy_options, path_argument, text_argument
 from mssql_cdc.pipeline.locations import resolve_metrics_path
 from mssql_cdc.sink import delta_sink
+from mssql_cdc.sink.identity import check_facts_not_target, check_one_target
 from mssql_cdc.sink.tables import table_ref
 from mssql_cdc.source.registration import register
 
@@ -85,7 +86,8 @@ class CdcStream:
             TypeError: an argument has the wrong type (the message names it).
             ValueError: an empty argument, a bad ``trigger``, ``bootstrap`` with the
                 ``startingLsn`` option, a ``dbfs:/`` or unopenable ``metricsPath``,
-                ``facts_table`` equal to ``target``.
+                ``facts_table`` naming ``target`` (in any spelling), an ``app_id`` the facts
+                table records writing to another target.
             PermissionError, SqlServerError: from the bootstrap's reads of SQL Server.
         """
         app = text_argument("app_id", app_id)
@@ -106,7 +108,10 @@ class CdcStream:
         metrics = resolve_metrics_path(
             location, app, options.pop("metricsPath", None), has_facts=facts_ref is not None
         )
-        sink = delta_sink(target, app, facts_table, metrics_path=metrics)
+        sink = delta_sink(target, app, facts_table, metrics_path=metrics, checkpoint=location)
+        if facts_ref is not None:  # before the bootstrap writes anything
+            check_facts_not_target(self.spark, target_ref, facts_ref)
+            check_one_target(self.spark, app, target_ref, facts_ref)
         if metrics is not None:
             options["metricsPath"] = metrics
         if bootstrap:

@@ -4,7 +4,8 @@ Pure Python, run on the driver by ``to_delta`` before the query starts (docs/str
 "Metrics and metricsPath"; ADR 0021):
 
 * an explicit ``metricsPath`` is shared by streams: this one's files go to
-  ``<metricsPath>/<app_id>``; it must be a local or FUSE path or a URI ``pyarrow.fs`` opens,
+  ``<metricsPath>/<app_id>`` (:func:`app_dir_name`: one directory per app_id); it must be a
+  local or FUSE path or a URI ``pyarrow.fs`` opens,
   never ``dbfs:/`` (a ``ValueError`` before the query starts);
 * without one, a stream with a facts table on a local or FUSE checkpoint uses
   ``<checkpoint>/_mssql_cdc_metrics`` (the checkpoint is the stream's own);
@@ -16,6 +17,7 @@ Pure Python, run on the driver by ``to_delta`` before the query starts (docs/str
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -45,9 +47,14 @@ def _join(base: str, name: str) -> str:
 
 
 def app_dir_name(app_id: str) -> str:
-    """``app_id`` as one directory name: characters other than letters, digits, ``.``, ``_``
-    and ``-`` become ``_`` (``orders#v1`` -> ``orders_v1``)."""
-    return _UNSAFE.sub("_", app_id)
+    """``app_id`` as one directory name, different for every app_id: an app_id of letters,
+    digits, ``.``, ``_`` and ``-`` as it is; otherwise those other characters become ``_`` and
+    ``-`` plus 8 hex digits of the app_id's SHA-256 are appended (``orders#v1`` ->
+    ``orders_v1-<hash>``), so ``a#b`` and ``a_b`` never share a directory (ADR 0032)."""
+    safe = _UNSAFE.sub("_", app_id)
+    if safe == app_id and app_id not in (".", ".."):
+        return app_id
+    return f"{safe}-{hashlib.sha256(app_id.encode('utf-8')).hexdigest()[:8]}"
 
 
 def resolve_metrics_path(

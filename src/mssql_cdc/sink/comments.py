@@ -207,8 +207,8 @@ FACTS_COLUMNS: list[tuple[str, str, str]] = [
     (
         "end_lsn",
         "STRING",
-        "LSN of the batch's end offset (at or after max_lsn); on events the event's LSN. NULL "
-        "without metrics.",
+        "LSN of the batch's end offset (at or after max_lsn), empty batches included; on events "
+        "the event's LSN. NULL when neither the metrics nor Spark's offset log were readable.",
     ),
     (
         "end_commit_ts",

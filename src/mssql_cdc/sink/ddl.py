@@ -23,10 +23,23 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _type_sql(data_type: object) -> str:
+def _type_sql(data_type: Any) -> str:  # noqa: ANN401  # a str or a Spark DataType
+    """A column type as SQL: a string as it is, a Spark ``DataType`` with every nested field
+    name quoted (``simpleString()`` leaves them bare, which breaks on odd names)."""
     if isinstance(data_type, str):
         return data_type
-    return str(data_type.simpleString())  # type: ignore[attr-defined]  # a Spark DataType
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(data_type, StructType):
+        fields = ", ".join(
+            f"{quote_identifier(f.name)}: {_type_sql(f.dataType)}" for f in data_type.fields
+        )
+        return f"STRUCT<{fields}>"
+    if isinstance(data_type, ArrayType):
+        return f"ARRAY<{_type_sql(data_type.elementType)}>"
+    if isinstance(data_type, MapType):
+        return f"MAP<{_type_sql(data_type.keyType)}, {_type_sql(data_type.valueType)}>"
+    return str(data_type.simpleString())
 
 
 def create_table_sql(

@@ -3,8 +3,11 @@ micro-batches to a Delta bronze table and records each in the facts table.
 
 Everything runs on the driver, once per micro-batch, in this order (docs/sink.md):
 
-1. started_at; on the first batch of a run (or after a gap in batch ids) the rewind check
-   (``guard``) against what the facts table and Delta's logs record for ``app_id``;
+1. started_at; on the first batch of a run the table checks (``identity``: the facts table is
+   not the target, the app_id writes to no other target); on the first batch of a run (or after
+   a gap in batch ids) the rewind check (``guard``) against what the facts table and Delta's
+   logs record for ``app_id``; the batch's end offset from Spark's offset log when the
+   checkpoint is known (``offsets``, ADR 0030);
 2. the partition files of earlier attempts are deleted from the metrics directory (this
    attempt's tasks have not run yet; event files, which planning writes before the sink runs
    and whose names are keyed, stay);
@@ -25,6 +28,7 @@ whole.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -50,9 +54,12 @@ from mssql_cdc.sink.facts import (
     event_rows,
     fold_metrics,
     metadata_json,
+    parse_utc,
     utc_now,
 )
 from mssql_cdc.sink.guard import Recorded, Verdict, check_replay, classify
+from mssql_cdc.sink.identity import check_facts_not_target, check_one_target
+from mssql_cdc.sink.offsets import batch_end
 from mssql_cdc.sink.tables import TableRef, columns_of, create_table, table_ref, txn_version
 
 if TYPE_CHECKING:
@@ -71,6 +78,7 @@ def delta_sink(
     facts_table: str | None = None,
     *,
     metrics_path: str | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> Callable[[DataFrame, int], None]:
     """Returns the ``foreachBatch`` function that writes a CDC stream into Delta exactly once.
 
@@ -84,6 +92,9 @@ def delta_sink(
             checkpoint.
         metrics_path: the reader's ``metricsPath``, used by this stream alone; its files are
             folded into the facts and deleted.
+        checkpoint: the query's checkpoint location; the sink reads each batch's end offset
+            from Spark's offset log there, so that an empty batch records where it ended and a
+            rewound checkpoint is told from a replay (``to_delta`` passes it).
 
     Returns:
         A callable ``(df, batch_id) -> None`` for ``DataStreamWriter.foreachBatch``; it runs on
@@ -93,8 +104,10 @@ def delta_sink(
         TypeError: an argument has the wrong type.
         ValueError: an empty ``app_id`` or table, ``facts_table`` equal to ``target``, or a
             ``metrics_path`` that cannot be opened (see ``mssql_cdc._metrics.metrics_dir``).
-            The returned function raises ``ValueError`` on the first batch of a checkpoint that
-            was deleted or rewound under the same ``app_id`` (docs/sink.md).
+            The returned function raises ``ValueError``, before writing, on the first batch of
+            a checkpoint that was deleted or rewound under the same ``app_id``, when the facts
+            table is the target in another spelling, or when the facts table records the
+            ``app_id`` writing to another target (docs/sink.md).
     """
     if not isinstance(app_id, str):
         raise TypeError(f"app_id must be a str, got {type(app_id).__name__}")
@@ -102,19 +115,23 @@ def delta_sink(
         raise ValueError("app_id is empty; give the sink a stable name such as 'orders-v1'")
     target_ref = table_ref(target, "target")
     facts_ref = None if facts_table is None else table_ref(facts_table, "facts_table")
-    if facts_ref is not None and facts_ref == target_ref:
-        raise ValueError(f"facts_table {facts_table!r} is the target; give it its own table")
+    if facts_ref is not None:
+        check_facts_not_target(None, target_ref, facts_ref)
     if metrics_path is not None and not isinstance(metrics_path, str):
         raise TypeError(f"metrics_path must be a str, got {type(metrics_path).__name__}")
+    if isinstance(checkpoint, os.PathLike):
+        checkpoint = os.fspath(checkpoint)
+    if checkpoint is not None and (not isinstance(checkpoint, str) or not checkpoint.strip()):
+        raise TypeError(f"checkpoint must be a non-empty path, got {checkpoint!r}")
     metrics = None if metrics_path is None else metrics_dir(metrics_path)
-    return DeltaSink(target_ref, app_id, facts_ref, metrics)
+    return DeltaSink(target_ref, app_id, facts_ref, metrics, checkpoint)
 
 
 class DeltaSink:
     """The ``foreachBatch`` function :func:`delta_sink` returns (see the module doc).
 
     Holds per-run state only: the next batch id it expects (a batch with another id is checked
-    against the tables), and whether the tables were seen to exist.
+    against the tables), whether the tables were checked and seen to exist.
     """
 
     def __init__(
@@ -123,11 +140,14 @@ class DeltaSink:
         app_id: str,
         facts: TableRef | None,
         metrics: MetricsDir | None,
+        checkpoint: str | None = None,
     ) -> None:
         self.target = target
         self.app_id = app_id
         self.facts = facts
         self.metrics = metrics
+        self.checkpoint = checkpoint
+        self._checked = False
         self._expected: int | None = None
         self._existing: set[TableRef] = set()
         self._warned_no_metrics = False
@@ -148,6 +168,13 @@ class DeltaSink:
         batch_id = int(batch_id)
         spark = df.sparkSession
         self._check_columns(df)
+        if self.facts is not None and not self._checked:
+            check_facts_not_target(spark, self.target, self.facts)
+            check_one_target(spark, self.app_id, self.target, self.facts)
+            self._checked = True
+        end = None
+        if self.facts is not None and self.checkpoint is not None:
+            end = batch_end(spark, self.checkpoint, batch_id)
         recorded, verdict = None, Verdict.NEW
         if self.facts is not None and batch_id != self._expected:
             recorded = self._recorded(spark)
@@ -163,6 +190,9 @@ class DeltaSink:
         with held(df) as cached:
             counts = count_batch(cached)
             folded = self._fold(counts)
+            if end is not None:  # Spark's own record of the batch's end, empty batches too
+                folded.end_lsn = end["lsn"]
+                folded.end_commit_ts = folded.end_commit_ts or parse_utc(end["commit_ts"] or None)
             if verdict is Verdict.REPLAY:
                 assert recorded is not None
                 assert self.facts is not None
@@ -172,6 +202,7 @@ class DeltaSink:
                     recorded,
                     max_lsn=counts.max_lsn,
                     end_lsn=folded.end_lsn,
+                    rows=counts.rows,
                     facts_table=self.facts.text,
                 )
                 log.info(
@@ -227,7 +258,7 @@ class DeltaSink:
     def _recorded(self, spark: SparkSession) -> Recorded:
         """What the facts table and Delta's logs record for this app_id."""
         assert self.facts is not None
-        facts_last, last_max, last_end = -1, None, None
+        facts_last, last_max, last_end, last_rows = -1, None, None, None
         if self._exists(spark, self.facts):
             from pyspark.sql import functions as sf
 
@@ -236,7 +267,7 @@ class DeltaSink:
                 .where((sf.col("app_id") == self.app_id) & sf.col("event").isNull())
                 .where(sf.col("batch_id").isNotNull())
                 .orderBy(sf.col("batch_id").desc())
-                .select("batch_id", "max_lsn", "end_lsn")
+                .select("batch_id", "max_lsn", "end_lsn", "rows")
                 .first()
             )
             if row is not None:
@@ -245,12 +276,14 @@ class DeltaSink:
                     row["max_lsn"],
                     row["end_lsn"],
                 )
+                last_rows = None if row["rows"] is None else int(row["rows"])
         return Recorded(
             facts_last=facts_last,
             facts_txn=txn_version(spark, self.facts, self.facts_app_id),
             target_txn=txn_version(spark, self.target, self.app_id),
             last_max_lsn=last_max,
             last_end_lsn=last_end,
+            last_rows=last_rows,
         )
 
     def _delete_partition_files(self, metrics: MetricsDir) -> None:

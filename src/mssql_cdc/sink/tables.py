@@ -1,16 +1,28 @@
-"""Delta tables named by a catalog name or a path: parsing, existence, reads, idempotent
-appends, creation with comments and Delta's recorded transaction versions.
+"""Delta tables named by a catalog name or a path: parsing, quoting, resolving, existence,
+reads, idempotent appends, race-safe creation with comments and Delta's recorded transaction
+versions.
 
-Everything here runs on the driver. A table reference is a catalog name (``bronze.orders``) or a
-path: ``delta.`/data/orders``` or anything with ``/`` or ``:`` in it (``/data/orders``,
-``s3://bucket/orders``), (docs/sink.md).
+Everything here runs on the driver. A table reference is a catalog name of one to three or more
+parts (``orders``, ``bronze.orders``, ``main.bronze.orders``, parts optionally in backticks) or
+a path: ``delta.`/data/orders``` or anything with ``/`` or ``:`` in it (``/data/orders``,
+``s3://bucket/orders``). A name reaches SQL with every part in backticks (an embedded backtick
+doubled), so three-part Unity Catalog names and odd characters parse.
+
+Two references are the same table when they resolve alike (:func:`same_table`): paths compared
+normalised (``/data/orders/`` is ``/data/orders``), names resolved against the session's current
+catalog and database (``bronze.orders`` is ``spark_catalog.bronze.orders`` there), and a name
+and a path compared through the named table's location.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import posixpath
+import re
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -18,15 +30,91 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["TableRef", "columns_of", "create_table", "table_ref", "txn_version"]
+__all__ = [
+    "TableRef",
+    "columns_of",
+    "create_table",
+    "normal_path",
+    "quote",
+    "same_table",
+    "table_ref",
+    "txn_version",
+]
 
-from mssql_cdc.sink.ddl import run_create_table
+from mssql_cdc.sink.ddl import quote_identifier, run_create_table
 from mssql_cdc.sink.txn_ids import has_delta_log, recorded_txn_version
 
 log = logging.getLogger("mssql_cdc.sink")
 
 #: characters Delta refuses in column names unless column mapping is on
 _MAPPING_CHARS = frozenset(" ,;{}()\n\t=")
+# a scheme of two or more characters (one letter is a Windows drive)
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):")
+# one part of a dotted name, in backticks or not, and the dot after it (or the end)
+_PART = re.compile(r"\s*(?:`((?:[^`]|``)*)`|([^.`]*))\s*(\.|$)")
+#: error classes and exception names of a creation that lost a race to another writer
+_RACE_ERRORS = (
+    "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION",
+    "TABLE_OR_VIEW_ALREADY_EXISTS",
+    "TableAlreadyExistsException",
+    "DELTA_PROTOCOL_CHANGED",
+    "ProtocolChangedException",
+    "DELTA_METADATA_CHANGED",
+    "MetadataChangedException",
+    "DELTA_CONCURRENT",
+    "ConcurrentAppendException",
+    "FileAlreadyExistsException",
+)
+#: how long a creation that lost a race waits for the winner's table to appear
+ADOPT_SECONDS = 30.0
+
+
+def quote(part: str) -> str:
+    """One identifier in backticks, an embedded backtick doubled: ``a`b`` -> ```a``b```."""
+    return quote_identifier(part)
+
+
+def _name_parts(text: str, what: str) -> tuple[str, ...]:
+    """The parts of a dotted name; a part in backticks may hold dots and doubled backticks."""
+    parts: list[str] = []
+    pos = 0
+    while True:
+        match = _PART.match(text, pos)
+        if match is None:
+            raise ValueError(
+                f"{what} {text!r}: expected name parts separated by '.', a part holding other "
+                "characters in backticks (`my-schema`.orders)"
+            )
+        quoted, plain, sep = match.groups()
+        part = quoted.replace("``", "`") if quoted is not None else plain.strip()
+        if not part:
+            raise ValueError(
+                f"{what} {text!r}: an empty name part; give catalog.schema.table, schema.table "
+                "or table (parts may be in backticks)"
+            )
+        parts.append(part)
+        if not sep:
+            return tuple(parts)
+        pos = match.end()
+
+
+def normal_path(path: str) -> str:
+    """A table path in one spelling: ``file:`` dropped, a local path made absolute and
+    normalised, a URI's scheme lower-cased; no trailing ``/``."""
+    p = path.strip()
+    if p.lower().startswith("file:"):
+        p = "/" + p[len("file:") :].lstrip("/")
+    match = _SCHEME.match(p)
+    if match:
+        scheme = match.group(1).lower()
+        rest = p[match.end() :]
+        head, sep, tail = rest.partition("//")
+        if not head and sep:  # scheme://authority/path
+            authority, slash, inner = tail.partition("/")
+            inner = posixpath.normpath("/" + inner) if slash else ""
+            return f"{scheme}://{authority}{'' if inner == '/' else inner}"
+        return f"{scheme}:{posixpath.normpath(rest) if rest else rest}".rstrip("/")
+    return os.path.normpath(os.path.abspath(p))
 
 
 @dataclass(frozen=True)
@@ -34,26 +122,49 @@ class TableRef:
     """A Delta table: exactly one of ``name`` (catalog) and ``path`` is set.
 
     ``text`` is what the caller passed; it is what the facts ``target`` and the control table's
-    ``table_name`` record.
+    ``table_name`` record. ``parts`` are the name's parts, unquoted.
     """
 
     text: str
     name: str | None = None
     path: str | None = None
+    parts: tuple[str, ...] = field(default=())
 
     @property
     def sql(self) -> str:
-        """The table in SQL: the name, or ``delta.`<path>```."""
+        """The table in SQL: the name with every part quoted, or ``delta.`<path>```."""
         if self.path is not None:
-            return "delta.`" + self.path.replace("`", "``") + "`"
-        assert self.name is not None
-        return self.name
+            return "delta." + quote(self.path)
+        return ".".join(quote(p) for p in self.parts)
 
     @property
     def catalog_name(self) -> str:
-        """The catalog name (only for a table given by name)."""
+        """The quoted catalog name (only for a table given by name)."""
         assert self.name is not None
-        return self.name
+        return self.sql
+
+    def key(self, spark: SparkSession | None = None) -> tuple[str, ...]:
+        """What identifies the table: ``("path", <normalised path>)``, or ``("name", catalog,
+        ..., table)`` lower-cased, a one- or two-part name completed with the session's current
+        catalog and database (without ``spark``: the parts as given)."""
+        if self.path is not None:
+            return ("path", normal_path(self.path))
+        parts = [p.lower() for p in self.parts]
+        if spark is not None and len(parts) < 3:
+            catalog = spark.catalog.currentCatalog().lower()
+            if len(parts) == 1:
+                parts.insert(0, spark.catalog.currentDatabase().lower())
+            parts.insert(0, catalog)
+        return ("name", *parts)
+
+    def location(self, spark: SparkSession) -> str | None:
+        """Where the table's files are (``None`` when it does not exist)."""
+        if self.path is not None:
+            return self.path
+        if not self.exists(spark):
+            return None
+        detail = spark.sql(f"DESCRIBE DETAIL {self.sql}").first()
+        return None if detail is None else str(detail["location"])
 
     def exists(self, spark: SparkSession) -> bool:
         """True when the table exists (a path: holds a Delta log)."""
@@ -106,7 +217,8 @@ def table_ref(text: str, what: str) -> TableRef:
 
     Raises:
         TypeError: ``text`` is not a string.
-        ValueError: ``text`` is empty or an unterminated ``delta.``` form.
+        ValueError: ``text`` is empty, an unterminated ``delta.``` form or a name with an
+            empty part.
     """
     if not isinstance(text, str):
         raise TypeError(f"{what} must be a table name or path (str), got {type(text).__name__}")
@@ -119,7 +231,25 @@ def table_ref(text: str, what: str) -> TableRef:
         return TableRef(text, path=stripped[len("delta.`") : -1].replace("``", "`"))
     if "/" in stripped or ":" in stripped:
         return TableRef(text, path=stripped)
-    return TableRef(text, name=stripped)
+    return TableRef(text, name=stripped, parts=_name_parts(stripped, what))
+
+
+def same_table(spark: SparkSession | None, a: TableRef, b: TableRef) -> bool:
+    """True when ``a`` and ``b`` are one table in two spellings (see the module doc); without
+    ``spark`` only the spellings are compared (paths normalised, names as given)."""
+    if a.key(spark) == b.key(spark):
+        return True
+    if spark is None or (a.path is None) == (b.path is None):
+        return False
+    named, pathed = (a, b) if a.path is None else (b, a)
+    assert pathed.path is not None
+    location = named.location(spark)
+    return location is not None and normal_path(location) == normal_path(pathed.path)
+
+
+def _lost_race(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__} {exc}"
+    return any(marker in text for marker in _RACE_ERRORS)
 
 
 def create_table(
@@ -129,7 +259,12 @@ def create_table(
     comment: str,
     properties: dict[str, str],
 ) -> None:
-    """Creates the table unless it exists (a lost creation race adopts the winner's table).
+    """Creates the table unless it exists, with ``CREATE TABLE IF NOT EXISTS``.
+
+    Two writers creating one new table at once both succeed: the one that loses the race
+    (Delta's ``DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION``, a table that already exists, a
+    concurrent first commit) waits up to :data:`ADOPT_SECONDS` for the winner's table to be
+    readable and adopts it.
 
     Args:
         columns: ``(name, type, comment)``; ``type`` a SQL type string or a Spark ``DataType``.
@@ -147,8 +282,29 @@ def create_table(
             }
         )
     # SQL, not DeltaTable.createIfNotExists: no Delta Connect plugin needed (ADR 0061)
-    run_create_table(spark, ref.sql, columns, comment, props)
-    log.info("created Delta table %s", ref.text)
+    try:
+        run_create_table(spark, ref.sql, columns, comment, props)
+    except Exception as exc:
+        if not _lost_race(exc) or not _adopt(spark, ref):
+            raise
+        log.info("%s was created by another writer at the same time; using it", ref.text)
+        return
+    log.info("created Delta table %s (unless it existed)", ref.text)
+
+
+def _adopt(spark: SparkSession, ref: TableRef) -> bool:
+    """Waits for the table another writer is creating to be readable; False if it is not."""
+    deadline, delay = time.monotonic() + ADOPT_SECONDS, 0.05
+    while True:
+        try:
+            if ref.exists(spark):
+                return True
+        except Exception:  # a half-created table may not read yet
+            log.debug("table %s not readable yet", ref.text, exc_info=True)
+        if time.monotonic() + delay > deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 2.0)
 
 
 def columns_of(schema: StructType, comments: dict[str, str]) -> list[tuple[str, Any, str | None]]:
@@ -164,11 +320,7 @@ def txn_version(spark: SparkSession, ref: TableRef, app_id: str) -> int | None:
         through Delta's JVM classes where they are reachable, else from the ``_delta_log``
         files through Spark (``sink.txn_ids``, ADR 0060); never ``None`` any more.
     """
-    location = ref.path
+    location = ref.location(spark)
     if location is None:
-        if not ref.exists(spark):
-            return -1
-        detail = spark.sql(f"DESCRIBE DETAIL {ref.sql}").first()
-        assert detail is not None
-        location = detail["location"]
+        return -1
     return recorded_txn_version(spark, location, app_id)
