@@ -1,6 +1,6 @@
 """CDC cleanup: the retention-based cleanup job and ``sys.sp_cdc_cleanup_change_table``.
 
-reference/sqlserver-cdc.md section 4 ([D-ADMIN]): the job's new low watermark is
+("sys.sp_cdc_cleanup_change_table", Microsoft docs): the job's new low watermark is
 ``MAX(tran_end_time) - retention`` mapped to an LSN of ``cdc.lsn_time_mapping``; it sets every
 capture instance's ``start_lsn`` in one transaction, then deletes change rows below it (at most
 ``threshold`` rows per statement, default 5000) and the mapping rows below every instance's low
