@@ -1,5 +1,5 @@
 """CDC semantics of the emulator, each documented rule its own test
-(docs/reference/sql-server-cdc.md)."""
+(Microsoft docs, "About change data capture" and the cdc function pages)."""
 
 from __future__ import annotations
 

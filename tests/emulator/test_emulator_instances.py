@@ -1,5 +1,5 @@
 """Cleanup and retention, capture instances, net changes, time mapping, DDL history
-(docs/reference/sql-server-cdc.md); each rule its own test."""
+(Microsoft docs, "About change data capture"); each rule its own test."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Change data capture: capture instances, the capture scan, LSN functions and cleanup.
 
-Behaviour follows SQL Server's (docs/reference/sql-server-cdc.md):
+Behaviour follows Microsoft's docs ("About change data capture" and the reference pages of the
+``cdc.*`` functions and ``sys.sp_cdc_*`` procedures):
 
 * capture is asynchronous: committed transactions wait in the log until a scan (the capture
   job, or ``sys.sp_cdc_scan``) copies their changes into ``cdc.<ci>_CT`` and writes

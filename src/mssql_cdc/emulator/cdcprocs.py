@@ -4,7 +4,7 @@ Result columns follow each procedure's Microsoft reference page
 ("sys.sp_cdc_help_change_data_capture", "sys.sp_cdc_get_ddl_history",
 "sys.sp_cdc_cleanup_change_table", "sys.sp_cdc_change_job"). ``sp_cdc_change_job`` changes take
 effect when the job restarts (``sp_cdc_stop_job`` / ``sp_cdc_start_job``), except retention
-and threshold, which the next cleanup reads ("sys.sp_cdc_change_job", Microsoft Learn).
+and threshold, which the next cleanup reads ("sys.sp_cdc_change_job", Microsoft docs).
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """CDC cleanup: the retention-based cleanup job and ``sys.sp_cdc_cleanup_change_table``.
 
-"Administer and monitor change data capture" (Microsoft Learn; docs/reference/sql-server-cdc.md):
-the job's new low watermark is
+("sys.sp_cdc_cleanup_change_table", Microsoft docs): the job's new low watermark is
 ``MAX(tran_end_time) - retention`` mapped to an LSN of ``cdc.lsn_time_mapping``; it sets every
 capture instance's ``start_lsn`` in one transaction, then deletes change rows below it (at most
 ``threshold`` rows per statement, default 5000) and the mapping rows below every instance's low
@@ -95,7 +94,7 @@ def run_cleanup_job(state: CdcState, retention_minutes: int | None = None) -> in
     for instance in list(state.instances.values()):
         try:
             deleted += _delete_below(state, instance, state.threshold)
-        except Exception:  # a failure on one table does not stop the others
+        except Exception:  # a failure on one table does not stop the others [D-ADMIN]
             log.exception("cleanup of %s failed", instance.change_table)
     _trim_mapping(state)
     log.info("cleanup: low watermark %s, %d change rows deleted", watermark.hex(), deleted)

@@ -2,7 +2,7 @@
 
 SQL Server names its time zone with a Windows name (``CURRENT_TIMEZONE_ID()`` returns e.g.
 ``Pacific Standard Time``) and writes ``cdc.lsn_time_mapping`` in local time
-("cdc.lsn_time_mapping", Microsoft Learn). Names map to IANA zones, with real DST rules, through
+("cdc.lsn_time_mapping", Microsoft docs). Names map to IANA zones, with real DST rules, through
 :mod:`mssql_cdc._timezones` (CLDR's table as tzlocal ships it, and tzdata).
 """
 

@@ -78,7 +78,7 @@ class CaptureJob:
 
     ``sys.sp_cdc_stop_job`` / ``sys.sp_cdc_start_job`` (and the control API) stop and start it
     without forgetting the interval; stopping loses no data, the log keeps the transactions
-    until the next scan ("About change data capture", Microsoft Learn).
+    until the next scan ("sys.sp_cdc_stop_job", Microsoft docs).
     """
 
     def __init__(self, db: Database) -> None:

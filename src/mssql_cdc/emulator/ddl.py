@@ -4,7 +4,8 @@ Computed columns (``c AS expr [PERSISTED]``) become engine generated columns; th
 never inserted and a change table holds NULL for them ("cdc.<capture_instance>_CT", Microsoft
 docs: computed columns are always NULL).
 
-ALTER TABLE on a table with capture instances follows docs/reference/sql-server-cdc.md:
+ALTER TABLE on a table with capture instances follows "About change data capture"
+(Microsoft docs, handling changes to source tables):
 existing instances keep their captured columns (a new column is not captured, a dropped
 captured column is NULL from then on), a type change of a captured column is propagated into
 the change table (``required_column_update = 1``), and every DDL change writes one

@@ -1,10 +1,13 @@
 """SQL Server errors the emulator raises: number, state, class (severity) and message text.
 
 Texts are SQL Server's (``sys.messages``) with the placeholders filled in; numbers used:
-102 syntax, 201 missing parameter, 207 invalid column, 208 invalid object, 229 permission,
-245 conversion, 313 CDC range ("Work with change data", Microsoft Learn), 515 NULL into NOT NULL,
-2627 primary key, 2812 unknown procedure, 3902/3903 COMMIT/ROLLBACK without BEGIN, 18456 login,
-22901-22962 CDC configuration, 40517 unsupported statement.
+102 syntax, 174 wrong argument count, 201 missing parameter, 207 invalid column, 208 invalid
+object, 229 permission, 245 conversion, 313 CDC range (Microsoft docs,
+"cdc.fn_cdc_get_all_changes_<capture_instance>"), 515 NULL into NOT NULL, 911 ``USE`` of a
+missing database, 1007 numeric constant past precision 38, 2627 primary key, 2714 object
+exists, 2812 unknown procedure, 3902/3903 COMMIT/ROLLBACK without BEGIN, 4060 then 18456 login
+to a missing database, 8134 divide by zero, 18456 login, 22901-22962 CDC configuration, 40517
+unsupported statement.
 """
 
 from __future__ import annotations

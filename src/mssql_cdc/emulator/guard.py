@@ -6,7 +6,7 @@ Tables a statement reads need SELECT, its target INSERT/UPDATE/DELETE (error 229
 taken exclusively until the transaction ends; READ COMMITTED reads wait for other sessions'
 exclusive locks; ``WITH (NOLOCK)``, READ UNCOMMITTED and SNAPSHOT reads do not wait. Change
 tables and the ``cdc`` metadata tables are read without waiting (the change functions read
-``WITH (NOLOCK)``, docs/reference/sql-server-cdc.md). A SNAPSHOT transaction in a database
+``WITH (NOLOCK)``, docs/emulator.md). A SNAPSHOT transaction in a database
 without ``ALLOW_SNAPSHOT_ISOLATION ON`` fails with 3952 when it touches data ("Snapshot
 Isolation in SQL Server", Microsoft docs).
 """

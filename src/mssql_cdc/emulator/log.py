@@ -1,9 +1,9 @@
 """The emulator's transaction log: real-format LSNs and committed transactions in order.
 
-An LSN is VLF:block:slot (docs/reference/sql-server-cdc.md). Every logged operation takes
-the next slot; a commit takes a slot and then flushes the block, so the next record starts a new
-block. Each change keeps its own LSN (``__$seqval``) and its position in the transaction
-(``__$command_id``); the transaction gets one commit LSN (``__$start_lsn``).
+An LSN is VLF:block:slot ("SQL Server transaction log architecture", Microsoft docs). Every
+logged operation takes the next slot; a commit takes a slot and then flushes the block, so the
+next record starts a new block. Each change keeps its own LSN (``__$seqval``) and its position
+in the transaction (``__$command_id``); the transaction gets one commit LSN (``__$start_lsn``).
 """
 
 from __future__ import annotations

@@ -8,12 +8,11 @@ The model is a small part of SQL Server's:
 * ``GRANT|REVOKE|DENY perm ON SCHEMA::s | [OBJECT::]s.t TO|FROM principal``; a DENY beats any
   GRANT. Roles: ``CREATE ROLE``, ``ALTER ROLE r ADD|DROP MEMBER u``, ``sp_addrolemember``; fixed
   roles ``db_owner`` (everything) and ``db_datareader`` (SELECT everywhere).
-* Change data ("Work with change data", Microsoft Learn; docs/reference/sql-server-cdc.md):
+* Change data ("Work with change data", Microsoft docs):
   a caller may read a capture instance when it is sysadmin or ``db_owner``, or when it has
   SELECT on the source table and on the change data (the ``cdc`` schema or the change table)
   and, if the instance has a gating role (``@role_name``), is a member of it. Otherwise the
-  query functions raise 229 and ``fn_cdc_get_min_lsn`` returns the zero LSN
-  ("sys.fn_cdc_get_min_lsn", Microsoft Learn).
+  query functions raise 229 and ``fn_cdc_get_min_lsn`` returns the zero LSN [D-MIN].
   ``sys.sp_cdc_enable_table`` creates the gating role if it does not exist (its reference page).
 """
 
