@@ -41,9 +41,13 @@ def test_txn_versions_read_from_the_log_match_deltas_own(spark, tmp_path, monkey
         _append(spark, path, "a", version)
     _append(spark, path, "b", 5)
     listing = txn_ids.list_log(spark, path)
-    assert listing.checkpoint is not None and listing.checkpoint[0] == 10
-    if policy == "v2":
-        assert any(".checkpoint." in p and len(p.split(".")) > 4 for p in listing.checkpoint[1])
+    assert listing.checkpoint is not None
+    assert listing.checkpoint[0] == 10
+    names = [p.rsplit("/", 1)[-1] for p in listing.checkpoint[1]]
+    if policy == "v2":  # <version>.checkpoint.<uuid>.<json|parquet>
+        assert all(txn_ids._V2.match(n) for n in names), names
+    else:
+        assert names == ["00000000000000000010.checkpoint.parquet"]
 
     apps = ["a", "b", "only-in-checkpoint", "never"]
     fast = [txn_ids.recorded_txn_version(spark, path, a) for a in apps]
