@@ -111,3 +111,21 @@ def test_the_sink_writes_each_batch_once_when_persist_is_refused(spark, tmp_path
     monkeypatch.setattr(type(df), "persist", broken)
     with pytest.raises(RuntimeError, match="out of memory"):
         delta_sink(bronze, "serverless", facts)(changes(spark, [change(9, 2, 9, "z")]), 1)
+
+
+def test_create_table_sql_quotes_names_comments_and_properties():
+    from pyspark.sql.types import DecimalType
+
+    from mssql_cdc.sink.ddl import create_table_sql
+
+    sql = create_table_sql(
+        "delta.`/data/o``rders`",
+        [("a`b c", "INT", "it's"), ("amount", DecimalType(10, 2), None)],
+        "the table's comment",
+        {"mssql_cdc.schema_version": "2"},
+    )
+    assert sql == (
+        "CREATE TABLE IF NOT EXISTS delta.`/data/o``rders` (`a``b c` INT COMMENT 'it\\'s', "
+        "`amount` decimal(10,2)) USING delta COMMENT 'the table\\'s comment' "
+        "TBLPROPERTIES ('mssql_cdc.schema_version' = '2')"
+    )
