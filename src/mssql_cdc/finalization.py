@@ -95,6 +95,11 @@ def _granularity(granularity: str) -> str:
     return str(value)
 
 
+def _has_commit_time(end_offset: Mapping[str, Any]) -> bool:
+    value = end_offset.get("commit_ts")
+    return not (value is None or (isinstance(value, str) and not value.strip()))
+
+
 def candidate(
     end_offset: Mapping[str, Any] | None, *, granularity: str = "hour"
 ) -> datetime | None:
@@ -105,17 +110,23 @@ def candidate(
         granularity: ``"minute"``, ``"hour"`` or ``"day"`` (any case).
 
     Returns:
-        Naive UTC ``datetime``; ``None`` for a ``None`` offset.
+        Naive UTC ``datetime``; ``None`` for a ``None`` offset and for an offset without a
+        commit time (``commit_ts`` empty or missing: the stream stands before its first commit,
+        as after a first run that read nothing, so nothing can be declared complete yet).
 
     Raises:
-        ValueError: an unknown granularity, or an offset without a readable ``commit_ts``.
+        ValueError: an unknown granularity, or a ``commit_ts`` that is not an ISO-8601 time.
     """
     unit = _granularity(granularity)
-    if end_offset is None:
+    if end_offset is None or not _has_commit_time(end_offset):
         return None
-    commit_ts = parse_utc(end_offset.get("commit_ts"))
+    text = end_offset.get("commit_ts")
+    commit_ts = parse_utc(text)
     if commit_ts is None:
-        raise ValueError(f"end offset {dict(end_offset)!r} has no ISO-8601 commit_ts")
+        raise ValueError(
+            f"end offset at LSN {end_offset.get('lsn')!r}: commit_ts {text!r} is not an "
+            "ISO-8601 time"
+        )
     out = commit_ts.replace(second=0, microsecond=0)
     if unit in ("hour", "day"):
         out = out.replace(minute=0)
@@ -133,23 +144,23 @@ def end_offset_from_progress(progress: object, *, source_index: int = 0) -> dict
         source_index: which of ``progress["sources"]``.
 
     Returns:
-        ``{"lsn": ..., "commit_ts": ...}``, or ``None`` when there is no progress, no such
-        source or no end offset yet.
+        ``{"lsn": ..., "commit_ts": ...}``, or ``None`` when there is no progress (``None``,
+        empty text, a query that has run no batch), no such source or no end offset yet.
+        ``commit_ts`` is ``""`` when the stream stands before its first commit;
+        :func:`advance` and :func:`candidate` take that as nothing to finalize.
     """
+    data: Any = progress
     if progress is None:
         return None
-    data: Any
-    if isinstance(progress, Mapping):
-        data = progress
-    elif isinstance(progress, str):
-        data = json.loads(progress)
-    else:
+    if not isinstance(progress, Mapping | str):
         raw = getattr(progress, "json", None)
-        data = json.loads(raw() if callable(raw) else raw) if raw is not None else None
+        data = raw() if callable(raw) else raw
+    if isinstance(data, str):
+        data = json.loads(data) if data.strip() else None
     if not isinstance(data, Mapping):
         return None
     sources = data.get("sources") or []
-    if not 0 <= source_index < len(sources):
+    if not 0 <= source_index < len(sources) or not isinstance(sources[source_index], Mapping):
         return None
     end = sources[source_index].get("endOffset")
     if isinstance(end, str):
@@ -219,14 +230,16 @@ def advance(
     Args:
         control_table: control table name or path.
         table_name: the row's key, usually the target exactly as passed to the sink.
-        end_offset: ``{"lsn", "commit_ts"}`` of a committed batch's end; ``None`` only reads.
+        end_offset: ``{"lsn", "commit_ts"}`` of a committed batch's end; ``None``, or an
+            offset whose ``commit_ts`` is empty (a run that has read no commit yet), only reads
+            (the latter logged at INFO as nothing to finalize).
         granularity: ``"minute"``, ``"hour"`` (default) or ``"day"``.
 
     Returns:
         The verdict after the MERGE (naive UTC), ``None`` before the first one.
 
     Raises:
-        ValueError: bad granularity or offset.
+        ValueError: bad granularity, or a ``commit_ts`` that is not an ISO-8601 time.
         Exception: a MERGE failure other than a conflict, or a conflict still losing after
             :data:`RETRY_SECONDS`.
     """
@@ -234,6 +247,14 @@ def advance(
     ref = table_ref(control_table, "control_table")
     _ensure_control(spark, ref)
     current = finalized_until(spark, control_table, table_name)
+    if end_offset is not None and proposed is None:
+        log.info(
+            "advance %s: nothing to finalize: the end offset (LSN %s) has no commit time, the "
+            "stream has read no commit yet; the verdict stays %s",
+            table_name,
+            end_offset.get("lsn"),
+            current,
+        )
     if proposed is None or end_offset is None or (current is not None and current >= proposed):
         return current
     source = spark.createDataFrame(

@@ -85,7 +85,7 @@ def test_stream_takes_the_password_from_the_environment_never_argv():
     with pytest.raises(ValueError, match="holds a password or token") as info:
         options_from(args, {}, io.StringIO())
     assert "s3cret" not in str(info.value)
-    with pytest.raises(ValueError, match="secrets are not taken from the command line"):
+    with pytest.raises(ValueError, match="--option Password holds a password or token"):
         options_from(stream_args("--server", "db", "--option", "Password=x"), {}, io.StringIO())
     assert "password" not in options_from(stream_args("--server", "db"), {}, io.StringIO())
 
@@ -95,3 +95,54 @@ def test_stream_triggers():
     assert parse_trigger("processingTime=1 minute") == {"processingTime": "1 minute"}
     with pytest.raises(ValueError, match="use availableNow, once"):
         parse_trigger("every minute")
+
+
+def test_no_secret_is_taken_from_argv():
+    env = {"MSSQL_CDC_PASSWORD": "from-env"}
+    secret_strings = [
+        "Server=db;UID=u;PWD=s3cret",
+        "Server=db;uid=u; password = s3cret ;Encrypt=yes",
+        "Server=db;PWD={s3;cret}",
+        "Server=db;AccessToken=s3cret",
+    ]
+    for text in secret_strings:
+        for argv in (
+            ("--connection-string", text),
+            ("--server", "db", "--option", f"connectionString={text}"),
+        ):
+            with pytest.raises(ValueError, match="holds a password or token") as info:
+                options_from(stream_args(*argv), env, io.StringIO())
+            message = str(info.value)
+            assert "s3cret" not in message
+            assert "MSSQL_CDC_PASSWORD environment variable" in message
+    for name in ("password", "Password", "PWD", "accessToken", "ACCESSTOKEN"):
+        with pytest.raises(ValueError, match=rf"--option {name} holds a password or token"):
+            options_from(
+                stream_args("--server", "db", "--option", f"{name}=s3cret"), env, io.StringIO()
+            )
+    with pytest.raises(ValueError, match="is not a connection string") as info:
+        options_from(
+            stream_args("--connection-string", "Server=db;PWD={s3cret"), env, io.StringIO()
+        )
+    assert "s3cret" not in str(info.value)
+    # a connection string without a secret is taken, with the password from the environment
+    args = stream_args("--server", "db", "--option", "connectionString=Server=db2;UID=u")
+    options = options_from(args, env, io.StringIO())
+    assert options["connectionString"] == "Server=db2;UID=u"
+    assert options["password"] == "from-env"
+
+
+def test_the_stream_command_refuses_continuous_and_bad_intervals(capsys):
+    for trigger, message in [
+        ("continuous=1 second", "continuous processing runs neither foreachBatch"),
+        ("processingTime=banana", "processingTime must be an interval Spark reads"),
+    ]:
+        argv = ["stream", "--server", "db", "--capture-instance", "c", "--target", "/b"]
+        argv += ["--app-id", "a", "--checkpoint", "/cp", "--trigger", trigger]
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"mssql-cdc stream: --trigger '{trigger}': ")
+        assert message in err
+    assert (
+        "serverless" in build_parser()._subparsers._group_actions[0].choices["stream"].format_help()
+    )

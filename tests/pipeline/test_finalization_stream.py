@@ -47,3 +47,25 @@ def test_finalization_advances_after_available_now_and_through_track(spark, sour
     assert Lsn.parse(newest["lsn"]) >= Lsn.parse(source.changes()[-1][0])
     final = finalization.finalized_until(spark, control, bronze)
     assert final == max(verdict, finalization.candidate(newest, granularity="minute"))
+
+
+def test_a_first_run_that_read_nothing_finalizes_nothing_without_an_error(
+    spark, source, tmp_path, caplog
+):
+    bronze, cp, control = (str(tmp_path / n) for n in ("bronze", "cp", "control"))
+    query = stream(spark, source.options()).to_delta(
+        bronze, app_id="quiet-v1", checkpoint=cp, trigger={"availableNow": True}
+    )
+    query.awaitTermination()
+    end = finalization.end_offset_from_progress(query.lastProgress)
+    assert end is not None
+    assert end["commit_ts"] == ""  # a start before the first commit
+    with caplog.at_level("INFO", logger="mssql_cdc.finalization"):
+        assert finalization.advance(spark, control, bronze, end) is None
+    assert "nothing to finalize" in caplog.text
+    assert finalization.finalized_until(spark, control, bronze) is None
+    assert finalization.candidate(end) is None
+    # the tracker takes the same progress quietly
+    listener = finalization.track(spark, query, control, bronze)
+    assert listener.join(timeout=120)
+    assert (listener.last_error, listener.failures) == (None, 0)

@@ -90,7 +90,7 @@ def test_arguments_are_checked_before_the_query_starts(spark, source, tmp_path):
         cdc.to_delta(**{**args, "checkpoint": ""})
     with pytest.raises(TypeError, match="target must be a table name or path"):
         cdc.to_delta(**{**args, "target": 3})
-    with pytest.raises(ValueError, match=r"trigger .*give exactly one of"):
+    with pytest.raises(ValueError, match=r"trigger .*is not a trigger to_delta runs"):
         cdc.to_delta(**args, trigger={"every": "1 minute"})
     with pytest.raises(TypeError, match="trigger must be a dict"):
         cdc.to_delta(**args, trigger="availableNow")
@@ -121,3 +121,45 @@ def test_stream_copies_options_and_hides_secrets(spark, source, caplog):
     assert source.server.password not in caplog.text
     with pytest.raises(ValueError, match="'connectionString' is required"):
         stream(spark, {"captureInstance": "dbo_orders"})
+
+
+def test_every_argument_is_checked_before_the_bootstrap_reads_or_writes(
+    spark, source, tmp_path, monkeypatch
+):
+    source.sql("INSERT INTO dbo.orders VALUES (1, N'a', 1)")
+    cdc = stream(spark, source.options())
+    bronze, facts = tmp_path / "b", tmp_path / "f"
+    args = {
+        "target": str(bronze),
+        "app_id": "a",
+        "checkpoint": str(tmp_path / "cp"),
+        "facts_table": str(facts),
+        "bootstrap": True,
+    }
+    bad = [
+        ({"processingTime": "banana"}, "processingTime must be an interval Spark reads"),
+        ({"availableNow": False}, "availableNow must be True"),
+        ({"continuous": "1 second"}, "continuous processing runs neither foreachBatch"),
+    ]
+    for trigger, message in bad:
+        with pytest.raises(ValueError, match=message):
+            cdc.to_delta(**args, trigger=trigger)
+    other = (
+        spark.readStream.format("rate").load().writeStream.format("noop").queryName("busy").start()
+    )
+    try:
+        with pytest.raises(ValueError, match="query_name 'busy': a streaming query of that name"):
+            cdc.to_delta(**args, query_name="busy")
+    finally:
+        other.stop()
+    # On Databricks (created here by its environment variable) a local checkpoint is two places.
+    monkeypatch.setenv("DATABRICKS_RUNTIME_VERSION", "15.4")
+    with pytest.raises(ValueError, match=r"/Volumes/<catalog>/<schema>/<volume>/<dir>"):
+        cdc.to_delta(**args, trigger={"availableNow": True})
+    # Serverless compute runs only availableNow.
+    monkeypatch.setenv("DATABRICKS_RUNTIME_VERSION", "client.3.1")
+    with pytest.raises(ValueError, match="serverless compute runs only"):
+        cdc.to_delta(**{**args, "checkpoint": "s3://b/cp"}, trigger={"processingTime": "1 minute"})
+    assert spark.streams.active == []
+    assert not bronze.exists()
+    assert not facts.exists()

@@ -162,3 +162,14 @@ def test_track_records_failures_without_raising(spark, control, monkeypatch):
 def test_track_by_name_needs_an_active_query(spark, control):
     with pytest.raises(ValueError, match="no active streaming query is named 'nope'"):
         finalization.track(spark, "nope", control, "t")
+
+
+def test_empty_progress_and_offsets_without_a_commit_time_give_nothing():
+    for empty in (None, "", "  ", {}, {"sources": []}, {"sources": [{}]}, {"sources": None}):
+        assert finalization.end_offset_from_progress(empty) is None
+    assert finalization.end_offset_from_progress({"sources": [{"endOffset": ""}]}) is None
+    no_commit = offset("")
+    assert finalization.candidate(no_commit) is None
+    assert finalization.candidate({"lsn": "0x0000002A000001F40003"}) is None
+    with pytest.raises(ValueError, match="commit_ts 'yesterday' is not an ISO-8601 time"):
+        finalization.candidate(offset("yesterday"))

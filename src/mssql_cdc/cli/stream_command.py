@@ -13,17 +13,20 @@ import argparse
 import getpass
 import logging
 import os
-import re
 import sys
 from collections.abc import Mapping
 from typing import TextIO
+
+from mssql_cdc.connection_string import has_password
+from mssql_cdc.pipeline.arguments import check_trigger
 
 __all__ = ["add_arguments", "options_from", "parse_trigger", "run_stream"]
 
 log = logging.getLogger("mssql_cdc.cli")
 
 PASSWORD_ENV = "MSSQL_CDC_PASSWORD"
-_SECRET_KEYS = re.compile(r"(^|;)\s*(pwd|password|accesstoken)\s*=", re.IGNORECASE)
+#: option names that would put a secret in argv (lower case)
+_SECRET_OPTIONS = frozenset({"password", "pwd", "accesstoken"})
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trigger",
         default="availableNow",
-        help="availableNow (default), once, processingTime=INTERVAL or continuous=INTERVAL",
+        help="availableNow (default; the only trigger Databricks serverless compute runs), "
+        "once, or processingTime=INTERVAL with an interval Spark reads (processingTime=1 minute)",
     )
     parser.add_argument("--bootstrap", action="store_true", help="load the table's rows first")
     parser.add_argument("--query-name", help="query name (default: the app id)")
@@ -66,22 +70,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_trigger(text: str) -> dict[str, object]:
-    """``availableNow`` / ``once`` / ``processingTime=1 minute`` / ``continuous=1 second`` as
-    ``DataStreamWriter.trigger`` keyword arguments.
+    """``availableNow`` / ``once`` / ``processingTime=1 minute`` as ``DataStreamWriter.trigger``
+    keyword arguments, checked by the rules of ``to_delta`` (``continuous`` is refused).
 
     Raises:
-        ValueError: another form.
+        ValueError: another form, or an interval Spark would not read.
     """
     kind, sep, value = text.partition("=")
     kind = kind.strip()
+    trigger: dict[str, object] | None = None
     if not sep and kind in ("availableNow", "once"):
-        return {kind: True}
-    if sep and kind in ("processingTime", "continuous") and value.strip():
-        return {kind: value.strip()}
-    raise ValueError(
-        f"--trigger {text!r}: use availableNow, once, processingTime=INTERVAL or "
-        "continuous=INTERVAL (e.g. processingTime=1 minute)"
-    )
+        trigger = {kind: True}
+    elif sep and kind:
+        trigger = {kind: value.strip()}
+    if trigger is None:
+        raise ValueError(
+            f"--trigger {text!r}: use availableNow, once or processingTime=INTERVAL (e.g. "
+            "processingTime=1 minute)"
+        )
+    try:
+        checked = check_trigger(trigger)
+    except ValueError as exc:
+        raise ValueError(f"--trigger {text!r}: {exc}") from None
+    assert checked is not None
+    return checked
 
 
 def _password(args: argparse.Namespace, env: Mapping[str, str], stdin: TextIO) -> str | None:
@@ -93,22 +105,38 @@ def _password(args: argparse.Namespace, env: Mapping[str, str], stdin: TextIO) -
     return None
 
 
+def _refuse_secret(what: str, env_var: str) -> ValueError:
+    return ValueError(
+        f"{what} holds a password or token, which would show in the process list: remove it "
+        f"and set the {env_var} environment variable (or leave it unset to be prompted on a "
+        "terminal; --password-env names another variable)"
+    )
+
+
+def _connection_string(text: str, what: str, env_var: str) -> str:
+    try:
+        secret = has_password(text)
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+    if secret:
+        raise _refuse_secret(what, env_var)
+    return text
+
+
 def options_from(
     args: argparse.Namespace, env: Mapping[str, str], stdin: TextIO | None = None
 ) -> dict[str, str]:
     """The data source options of ``args``.
 
     Raises:
-        ValueError: a connection string with a password or token in it (it would be in
-            ``argv``), or an ``--option`` without ``=``.
+        ValueError: a secret in ``argv``: a connection string (``--connection-string`` or
+            ``--option connectionString=``) holding a password or token, or ``--option
+            password=`` / ``accessToken=`` / ``PWD=``; or an ``--option`` without ``=``.
     """
     if args.connection_string:
-        if _SECRET_KEYS.search(args.connection_string):
-            raise ValueError(
-                "--connection-string holds a password or token, which would show in the "
-                f"process list: remove it and set the {args.password_env} environment variable"
-            )
-        connection = args.connection_string
+        connection = _connection_string(
+            args.connection_string, "--connection-string", args.password_env
+        )
     else:
         connection = f"Server=tcp:{args.server};Encrypt={args.encrypt}"
         if args.database:
@@ -116,19 +144,23 @@ def options_from(
     options = {"connectionString": connection, "captureInstance": args.capture_instance}
     if args.user:
         options["user"] = args.user
+    extra: dict[str, str] = {}
+    for item in args.option:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep:
+            raise ValueError(f"--option {item!r}: expected NAME=VALUE")
+        if not name:
+            raise ValueError("--option '=...': expected NAME=VALUE, the NAME is missing")
+        if name.lower() in _SECRET_OPTIONS:
+            raise _refuse_secret(f"--option {name}", args.password_env)
+        if name.lower() == "connectionstring":
+            value = _connection_string(value, f"--option {name}", args.password_env)
+        extra[name] = value
     password = _password(args, env, stdin or sys.stdin)
     if password is not None:
         options["password"] = password
-    for item in args.option:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise ValueError(f"--option {item!r}: expected NAME=VALUE")
-        if name.strip().lower() in ("password", "accesstoken"):
-            raise ValueError(
-                f"--option {name.strip()}: secrets are not taken from the command line; "
-                f"use {args.password_env}"
-            )
-        options[name.strip()] = value
+    options.update(extra)
     return options
 
 

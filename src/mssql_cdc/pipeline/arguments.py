@@ -7,14 +7,45 @@ secret, and what is allowed.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 
 from mssql_cdc.options import OPTION_NAMES
 
-__all__ = ["TRIGGER_KINDS", "check_trigger", "copy_options", "path_argument", "text_argument"]
+__all__ = [
+    "TRIGGER_KINDS",
+    "check_trigger",
+    "copy_options",
+    "interval_micros",
+    "path_argument",
+    "text_argument",
+]
 
-#: the keyword arguments of ``DataStreamWriter.trigger``
-TRIGGER_KINDS = ("processingTime", "once", "continuous", "availableNow")
+#: the triggers ``to_delta`` runs (keyword arguments of ``DataStreamWriter.trigger``)
+TRIGGER_KINDS = ("availableNow", "processingTime", "once")
+_ALLOWED = (
+    "{'availableNow': True}, {'processingTime': '<interval>'} such as '10 seconds', or "
+    "{'once': True}"
+)
+
+# Spark's interval text as DataStreamWriter.trigger(processingTime=...) reads it: an optional
+# "interval", then "<number> <unit>" pairs; a fraction only for seconds; no month or year.
+_MICROS = {
+    "week": 7 * 86_400_000_000,
+    "day": 86_400_000_000,
+    "hour": 3_600_000_000,
+    "minute": 60_000_000,
+    "second": 1_000_000,
+    "millisecond": 1_000,
+    "microsecond": 1,
+}
+_PART = re.compile(
+    r"\+?([0-9]+)(?:\.([0-9]+))?\s+(weeks?|days?|hours?|minutes?|seconds?|milliseconds?|"
+    r"microseconds?)",
+    re.IGNORECASE,
+)
+_INTERVAL = re.compile(rf"(?:interval\s+)?{_PART.pattern}(?:\s+{_PART.pattern})*", re.IGNORECASE)
+_MAX_MICROS = 2**63 - 1
 
 
 def _text(value: object) -> str:
@@ -85,16 +116,46 @@ def path_argument(name: str, value: object) -> str:
     return value
 
 
-def check_trigger(trigger: object) -> dict[str, object] | None:
-    """``trigger``: ``None`` (Spark's default) or a mapping with one of
-    ``processingTime``, ``once``, ``continuous``, ``availableNow`` (the keyword arguments of
-    ``DataStreamWriter.trigger``), e.g. ``{"availableNow": True}``.
+def interval_micros(text: str) -> int | None:
+    """The length of a ``processingTime`` interval in microseconds, ``None`` when Spark would
+    not read it (``"10 seconds"``, ``"interval 1 minute"``, ``"1 hour 30 minutes"``,
+    ``"1.5 seconds"`` are read; ``"10"``, ``"10s"``, ``"1 month"``, ``"-1 second"`` are not)."""
+    body = text.strip()
+    if not _INTERVAL.fullmatch(body):
+        return None
+    total = 0
+    for whole, fraction, unit in _PART.findall(body):
+        name = unit.lower().removesuffix("s")
+        if fraction and name != "second":
+            return None
+        total += int(whole) * _MICROS[name] + int((fraction + "000000")[:6] or 0)
+    return total if total <= _MAX_MICROS else None
+
+
+def _bad_trigger(trigger: Mapping[object, object], why: str) -> ValueError:
+    return ValueError(f"trigger {dict(trigger)!r}: {why}; allowed: {_ALLOWED}")
+
+
+def check_trigger(trigger: object, *, serverless: bool = False) -> dict[str, object] | None:
+    """``trigger``: ``None`` (Spark's default, back-to-back batches) or a mapping with exactly
+    one of ``availableNow=True``, ``processingTime=<interval text Spark reads>``,
+    ``once=True``, e.g. ``{"availableNow": True}``. On Databricks serverless compute
+    (``serverless``) only ``{"availableNow": True}`` runs.
 
     Raises:
         TypeError: not a mapping.
-        ValueError: no key, several keys, or another key.
+        ValueError: no key, several keys, another key (``continuous`` among them: continuous
+            processing runs neither ``foreachBatch`` nor Python data sources), a value other
+            than ``True`` for ``availableNow``/``once``, an interval Spark would not read, or
+            a trigger serverless compute refuses.
     """
     if trigger is None:
+        if serverless:
+            raise ValueError(
+                "trigger None (Spark's default) does not run on Databricks serverless compute, "
+                "which runs only trigger={'availableNow': True}: pass it, and schedule the job "
+                "for fresher data"
+            )
         return None
     if not isinstance(trigger, Mapping):
         raise TypeError(
@@ -102,9 +163,30 @@ def check_trigger(trigger: object) -> dict[str, object] | None:
             f"{{'availableNow': True}}, got {type(trigger).__name__}"
         )
     keys = list(trigger)
-    if len(keys) != 1 or keys[0] not in TRIGGER_KINDS:
-        raise ValueError(
-            f"trigger {dict(trigger)!r}: give exactly one of {', '.join(TRIGGER_KINDS)}, e.g. "
-            "{'availableNow': True} or {'processingTime': '1 minute'}"
+    if len(keys) != 1:
+        raise _bad_trigger(trigger, "give exactly one trigger")
+    kind, value = keys[0], trigger[keys[0]]
+    if kind == "continuous":
+        raise _bad_trigger(
+            trigger,
+            "continuous processing runs neither foreachBatch, which to_delta writes through, "
+            "nor Python data sources; for low latency use {'processingTime': '1 second'}",
         )
-    return dict(trigger)
+    if kind not in TRIGGER_KINDS:
+        raise _bad_trigger(trigger, f"{kind!r} is not a trigger to_delta runs")
+    if kind in ("availableNow", "once") and value is not True:
+        raise _bad_trigger(trigger, f"{kind} must be True, got {value!r}")
+    if kind == "processingTime" and (not isinstance(value, str) or interval_micros(value) is None):
+        raise _bad_trigger(
+            trigger,
+            f"processingTime must be an interval Spark reads, got {value!r}: '<number> <unit>' "
+            "pairs, units week, day, hour, minute, second (a fraction allowed), millisecond, "
+            "microsecond, e.g. '10 seconds' or '1 hour 30 minutes'",
+        )
+    if serverless and kind != "availableNow":
+        raise _bad_trigger(
+            trigger,
+            "Databricks serverless compute runs only {'availableNow': True}; schedule the job "
+            "for fresher data",
+        )
+    return {kind: value}

@@ -12,9 +12,11 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from mssql_cdc.connection_string import move_password
 from mssql_cdc.options import ReaderOptions, SourceOptions, parse_options
 from mssql_cdc.pipeline.arguments import check_trigger, copy_options, path_argument, text_argument
-from mssql_cdc.pipeline.locations import resolve_metrics_path
+from mssql_cdc.pipeline.locations import check_checkpoint, resolve_metrics_path
+from mssql_cdc.pipeline.platform import detect_platform
 from mssql_cdc.sink import delta_sink
 from mssql_cdc.sink.identity import check_facts_not_target, check_one_target
 from mssql_cdc.sink.tables import table_ref
@@ -29,6 +31,20 @@ if TYPE_CHECKING:
 __all__ = ["CdcStream", "stream"]
 
 log = logging.getLogger("mssql_cdc.pipeline")
+
+
+def _check_name_free(spark: SparkSession, name: str) -> None:
+    """Spark refuses a second active query of the same name, but only at ``start()``."""
+    try:
+        active = [q.name for q in spark.streams.active]
+    except Exception as exc:  # a session that cannot list its queries: Spark checks at start
+        log.debug("could not list the active queries: %s", exc)
+        return
+    if name in active:
+        raise ValueError(
+            f"query_name {name!r}: a streaming query of that name is already active in this "
+            "session; stop it first, or give another query_name (default: app_id)"
+        )
 
 
 class CdcStream:
@@ -70,11 +86,15 @@ class CdcStream:
             app_id: the sink's id (Delta ``txnAppId``, batch id as ``txnVersion``); keep it for
                 the life of the checkpoint, and give a new checkpoint a new one.
             checkpoint: Spark's checkpoint location (a local or FUSE path also holds the
-                default metrics directory ``_mssql_cdc_metrics``).
+                default metrics directory ``_mssql_cdc_metrics``). On Databricks: a Volume
+                path ``/Volumes/<catalog>/<schema>/<volume>/...`` or a URI.
             facts_table: the facts table (name or path), one row per batch; ``None``: none.
-            trigger: keyword arguments of ``DataStreamWriter.trigger``, e.g.
-                ``{"availableNow": True}`` or ``{"processingTime": "1 minute"}``; ``None``:
-                Spark's default (back-to-back batches).
+            trigger: exactly one of ``{"availableNow": True}`` (read what is there, then
+                stop), ``{"processingTime": "<interval>"}`` (one batch per interval, an interval
+                Spark reads such as ``"10 seconds"`` or ``"1 minute"``) or ``{"once": True}``;
+                ``None``: Spark's default (back-to-back batches). ``continuous`` is refused
+                (it runs no ``foreachBatch``). On Databricks serverless compute only
+                ``{"availableNow": True}`` runs: anything else is a ``ValueError``.
             query_name: the query's name; default ``app_id``.
             bootstrap: append the table's current rows once (operation 0) and start the
                 checkpoint at the snapshot's LSN; later runs find it and read nothing.
@@ -84,19 +104,26 @@ class CdcStream:
 
         Raises:
             TypeError: an argument has the wrong type (the message names it).
-            ValueError: an empty argument, a bad ``trigger``, ``bootstrap`` with the
-                ``startingLsn`` option, a ``dbfs:/`` or unopenable ``metricsPath``,
-                ``facts_table`` naming ``target`` (in any spelling), an ``app_id`` the facts
-                table records writing to another target.
+            ValueError: an empty argument, a bad ``trigger`` (or one serverless compute
+                refuses), a checkpoint Spark and Python would find in two places (on
+                Databricks), ``bootstrap`` with the ``startingLsn`` option, a ``dbfs:/`` or
+                unopenable ``metricsPath``, ``facts_table`` naming ``target`` (in any
+                spelling), an ``app_id`` the facts table records writing to another target,
+                a ``query_name`` already active. All are raised before anything is
+                read or written.
             PermissionError, SqlServerError: from the bootstrap's reads of SQL Server.
         """
+        # Every argument is checked before anything is read or written (the bootstrap reads
+        # and writes the whole table before Spark would look at the trigger or the name).
         app = text_argument("app_id", app_id)
         assert app is not None
         location = path_argument("checkpoint", checkpoint)
-        triggers = check_trigger(trigger)
         name = text_argument("query_name", query_name, optional=True) or app
         if not isinstance(bootstrap, bool):
             raise TypeError(f"bootstrap must be True or False, got {type(bootstrap).__name__}")
+        where = detect_platform(self.spark)
+        triggers = check_trigger(trigger, serverless=where.serverless)
+        check_checkpoint(location, databricks=where.databricks)
         options = dict(self._options)
         if bootstrap and "startingLsn" in options:
             raise ValueError(
@@ -105,6 +132,7 @@ class CdcStream:
             )
         target_ref = table_ref(target, "target")
         facts_ref = None if facts_table is None else table_ref(facts_table, "facts_table")
+        _check_name_free(self.spark, name)
         metrics = resolve_metrics_path(
             location, app, options.pop("metricsPath", None), has_facts=facts_ref is not None
         )
@@ -152,7 +180,9 @@ def stream(spark: SparkSession, options: SourceOptions | Mapping[str, object]) -
         spark: the session.
         options: the data source options (``SourceOptions`` or any mapping; values are turned
             into strings, names match ignoring case). ``connectionString`` and
-            ``captureInstance`` are required.
+            ``captureInstance`` are required. A password in the connection string
+            (``PWD=``/``Password=``) is moved to the ``password`` option, which Spark redacts
+            in plans, the Spark UI and event logs.
 
     Returns:
         The :class:`CdcStream`; call :meth:`CdcStream.to_delta` to start it.
@@ -163,7 +193,7 @@ def stream(spark: SparkSession, options: SourceOptions | Mapping[str, object]) -
             the option; secrets are shown as ``<hidden>``). Unknown options are a WARNING,
             once per process (logger ``mssql_cdc.options``).
     """
-    copied = copy_options(options)
+    copied = move_password(copy_options(options))
     parsed = parse_options(copied)
     register(spark)
     return CdcStream(spark, copied, parsed)

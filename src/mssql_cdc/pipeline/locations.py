@@ -13,6 +13,12 @@ Pure Python, run on the driver by ``to_delta`` before the query starts (docs/str
   their counts and the metric columns stay NULL, with one WARNING;
 * without a facts table nothing would read the files, so none are written unless
   ``metricsPath`` is given.
+
+On Databricks a checkpoint must name one place for Spark and for Python (ADR 0036): Spark
+resolves a path without a scheme against DBFS (``/checkpoints/orders`` is
+``dbfs:/checkpoints/orders``, ``/dbfs/x`` is ``dbfs:/dbfs/x``) while Python opens the driver's
+local disk or the ``/dbfs`` mount, so only ``/Volumes/<catalog>/<schema>/<volume>/...`` (the
+same Unity Catalog Volume for both) and URIs are accepted there (:func:`check_checkpoint`).
 """
 
 from __future__ import annotations
@@ -24,7 +30,13 @@ import re
 
 from mssql_cdc._metrics import metrics_dir
 
-__all__ = ["DEFAULT_METRICS_DIR", "app_dir_name", "is_uri", "resolve_metrics_path"]
+__all__ = [
+    "DEFAULT_METRICS_DIR",
+    "app_dir_name",
+    "check_checkpoint",
+    "is_uri",
+    "resolve_metrics_path",
+]
 
 log = logging.getLogger("mssql_cdc.pipeline")
 
@@ -40,6 +52,46 @@ def is_uri(path: str) -> bool:
     """True for ``scheme:...`` paths (``s3://b/x``, ``dbfs:/x``, ``file:/x``); False for local
     and FUSE paths (``/Volumes/...``, ``/dbfs/...``, ``cp/orders``)."""
     return bool(_SCHEME.match(path))
+
+
+def _is_volume(path: str) -> bool:
+    parts = path.split("/")
+    return len(parts) >= 5 and parts[:2] == ["", "Volumes"] and all(parts[2:5])
+
+
+def check_checkpoint(checkpoint: str, *, databricks: bool) -> None:
+    """Refuses, on Databricks, a checkpoint that Spark and Python would find in two places.
+
+    Off Databricks, and for URIs (``s3://``, ``abfss://``, ``gs://``, ``dbfs:/``, ...) and
+    Volume paths (``/Volumes/<catalog>/<schema>/<volume>/...``), it accepts.
+
+    Raises:
+        ValueError: on Databricks, a path without a scheme outside ``/Volumes``; the message
+            names the fix.
+    """
+    if not databricks or is_uri(checkpoint) or _is_volume(checkpoint):
+        return
+    fix = (
+        "use a Unity Catalog Volume, /Volumes/<catalog>/<schema>/<volume>/<dir>, which both "
+        "see as the same directory (or a URI such as s3://..., abfss://..., with the "
+        "metricsPath option)"
+    )
+    if checkpoint.startswith("/dbfs/") or checkpoint == "/dbfs":
+        raise ValueError(
+            f"checkpoint {checkpoint!r}: on Databricks Spark reads it as dbfs:{checkpoint} "
+            f"while Python reads the /dbfs mount of dbfs:{checkpoint[len('/dbfs') :] or '/'}, "
+            f"two places; {fix}"
+        )
+    if checkpoint.startswith("/Volumes"):
+        raise ValueError(
+            f"checkpoint {checkpoint!r}: a Volume path names a directory inside a volume, "
+            f"/Volumes/<catalog>/<schema>/<volume>/<dir>; {fix}"
+        )
+    raise ValueError(
+        f"checkpoint {checkpoint!r}: on Databricks Spark reads a path without a scheme on DBFS "
+        "while Python reads it on the driver's local disk, where to_delta would keep the "
+        f"stream's metrics directory: two places; {fix}"
+    )
 
 
 def _join(base: str, name: str) -> str:

@@ -118,6 +118,12 @@ class _BaseDataSource(DataSource):
     def _options(self) -> ReaderOptions:
         return parse_options(dict(self.options))
 
+    def __repr__(self) -> str:  # never the options: they hold the connection string and secrets
+        instance = next(
+            (v for k, v in self.options.items() if k.lower() == "captureinstance"), None
+        )
+        return f"{type(self).__name__}(captureInstance={instance!r})"
+
     def _partitions(self) -> int:
         return self.default_num_partitions or os.cpu_count() or 1
 
@@ -180,6 +186,9 @@ class _StreamReader(DataSourceStreamReader):
         state = dict(self.__dict__)
         state["_planner"] = None
         return state
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(captureInstance={self.options.capture_instance!r})"
 
     @property
     def planner(self) -> StreamPlanner:
@@ -265,6 +274,9 @@ class SnapshotReader(DataSourceReader):
         self.default_partitions = partitions
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.columns = _captured(schema)
+
+    def __repr__(self) -> str:
+        return f"SnapshotReader(captureInstance={self.options.capture_instance!r})"
 
     def partitions(self) -> Sequence[InputPartition]:
         """Key ranges, stamped with the snapshot LSN. Driver, once per read."""
