@@ -7,6 +7,8 @@
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS each
 #   make wheel        sdist + one binary wheel per architecture (abi3, manylinux) into dist/
 #   make wheel-check  wheel, then install it without a compiler (and the sdist) and query the emulator
+#   make test-spark40 / test-spark41   a representative subset of the Spark tests on PySpark
+#                     4.0 / 4.1, each in its own venv (scripts/setup-spark.sh; docs/compatibility.md)
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 VENV ?= .venv
@@ -17,7 +19,7 @@ CLANG_FORMAT ?= clang-format
 C_FILES = $(shell git ls-files 'native/*.c' 'native/*.h' 2>/dev/null || find native -name '*.[ch]')
 
 .PHONY: setup demo test lint native-test native-asan native-valgrind fuzz pytest wheel wheel-check \
-	clean
+  clean test-spark40 test-spark41 test-spark-minors
 
 setup:
 	bash scripts/setup.sh
@@ -83,6 +85,25 @@ wheel: setup
 # the sdist built by pip, each importing and querying the emulator over TLS.
 wheel-check: wheel
 	bash scripts/check-wheel.sh
+
+# ---- Older Spark minors (docs/compatibility.md) ----------------------------------------------
+# The main suite runs on Spark 4.2 (.venv). On 4.0 and 4.1 CI runs this subset, one or two tests
+# per layer: the Spark-minor shims and the readers against the server, the stream (batches,
+# resume, the legacy reader), the snapshot source, the Delta sink, to_delta with facts.
+SPARK_MINOR_TESTS ?= \
+  tests/source/test_compat.py \
+  tests/source/test_reader_server.py \
+  tests/source/test_stream_spark.py::test_available_now_reads_the_exact_history_in_batches_and_resumes \
+  tests/source/test_stream_spark.py::test_snapshot_source_reads_current_rows_stamped_with_max_lsn \
+  tests/source/test_stream_spark_legacy.py \
+  tests/sink/test_delta_sink.py::test_an_empty_first_batch_writes_a_facts_row_and_no_bronze_table \
+  tests/pipeline/test_to_delta.py::test_smallest_stream_writes_the_history_once_with_a_facts_row_per_batch
+
+test-spark40 test-spark41: test-spark4%:
+	bash scripts/setup-spark.sh 4.$*
+	.venv-spark4.$*/bin/python -m pytest -p no:cacheprovider $(SPARK_MINOR_TESTS) $(PYTEST_ARGS)
+
+test-spark-minors: test-spark40 test-spark41
 
 clean:
 	rm -rf build

@@ -12,6 +12,9 @@ cd "$root"
 venv="${MSSQL_CDC_VENV:-$root/.venv}"
 python="${PYTHON:-python3}"
 log() { printf 'setup: %s\n' "$*" >&2; }
+# Another Spark minor's venv (scripts/setup-spark.sh) passes its own pins and Delta jars' pom.
+constraints="${MSSQL_CDC_CONSTRAINTS:-constraints.txt}"
+delta_pom="${MSSQL_CDC_DELTA_POM:-tools/delta-jars/pom.xml}"
 
 # --- 1. Debian packages ----------------------------------------------------------------------
 debs=(build-essential cmake ninja-build pkg-config libssl-dev libcmocka-dev clang
@@ -46,30 +49,30 @@ export SKBUILD_CMAKE_DEFINE="MSSQLCDC_WERROR=ON"
 
 # The C core is compiled into the editable install, so a change to a native file needs a
 # rebuild; a change to the pinned dependencies needs a full install (which also rebuilds).
-deps_hash=$(hash_of pyproject.toml constraints.txt)
+deps_hash=$(hash_of pyproject.toml "$constraints")
 native_hash=$(find native CMakeLists.txt -type f \( -name '*.c' -o -name '*.h' -o -name '*.cmake' \
   -o -name 'CMakeLists.txt' \) -print0 | sort -z | xargs -0 cat | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$venv/.deps-stamp" 2>/dev/null)" != "$deps_hash" ]; then
   log "installing pinned dependencies and building the native extension"
   # PySpark is published as an sdist only: it is built with --no-build-isolation below, so the
   # venv needs a setuptools with bdist_wheel built in (a fresh venv's may be too old) and wheel.
-  "${pip[@]}" install -c constraints.txt pip setuptools wheel scikit-build-core
-  "${pip[@]}" install -c constraints.txt --no-build-isolation -e ".[spark,emulator,dev,docs]"
+  "${pip[@]}" install -c "$constraints" pip setuptools wheel scikit-build-core
+  "${pip[@]}" install -c "$constraints" --no-build-isolation -e ".[spark,emulator,dev,docs]"
   echo "$deps_hash" >"$venv/.deps-stamp"
   echo "$native_hash" >"$venv/.native-stamp"
 elif [ "$(cat "$venv/.native-stamp" 2>/dev/null)" != "$native_hash" ]; then
   log "rebuilding the native extension"
-  "${pip[@]}" install -c constraints.txt --no-build-isolation --no-deps -e .
+  "${pip[@]}" install -c "$constraints" --no-build-isolation --no-deps -e .
   echo "$native_hash" >"$venv/.native-stamp"
 fi
 
 # --- 3. Delta jars ---------------------------------------------------------------------------
 jars="$venv/share/mssql_cdc/jars"
-jars_hash=$(hash_of tools/delta-jars/pom.xml constraints.txt)
+jars_hash=$(hash_of "$delta_pom" "$constraints")
 if [ "$(cat "$venv/.jars-stamp" 2>/dev/null)" != "$jars_hash" ]; then
   log "fetching the Delta jars with Maven into $jars"
   rm -rf "$jars" && mkdir -p "$jars"
-  mvn -B -q -f tools/delta-jars/pom.xml dependency:copy-dependencies \
+  mvn -B -q -f "$delta_pom" dependency:copy-dependencies \
     -DincludeScope=runtime -DoutputDirectory="$jars"
   # Drop what PySpark already ships (Scala, Hadoop, Jackson, Parquet...): one copy of each
   # library on the class path, PySpark's.

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from mssql_cdc.errors import SqlServerError
 from mssql_cdc.options import parse_options
 from mssql_cdc.source.client import CdcClient
+from mssql_cdc.source.compat import arrow_schema
 from mssql_cdc.source.datasource import (
+    HAS_ADMISSION_CONTROL,
     AdmissionStreamReader,
     MssqlCdcDataSource,
     to_struct,
@@ -27,17 +27,28 @@ def reader(source, **options):
     return AdmissionStreamReader(opts, schema, 4)
 
 
+def latest(r, start):
+    """``latestOffset`` as Spark calls it: with the start and no limit on 4.2, without either
+    on 4.0/4.1 (the legacy reader)."""
+    if HAS_ADMISSION_CONTROL:
+        from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+        return r.latestOffset(start, ReadAllAvailable())
+    return r.latestOffset()
+
+
 def test_an_idle_poll_costs_one_query_and_plans_nothing(source):
     source.sql("INSERT INTO dbo.orders VALUES (1, N'a', 1)")
     source.scan()
     r = reader(source, startingLsn="latest")
     start = r.initialOffset()
-    r.latestOffset(start, ReadAllAvailable())
+    latest(r, start)
     before = r.planner.client.stats()["round_trips"]
-    assert r.latestOffset(start, ReadAllAvailable()) == start
+    assert latest(r, start) == start
     assert r.planner.client.stats()["round_trips"] - before == 1
     assert r.partitions(start, start) == []
-    assert r.reportLatestOffset() == start
+    if HAS_ADMISSION_CONTROL:
+        assert r.reportLatestOffset() == start
     r.stop()
 
 
@@ -48,7 +59,7 @@ def test_a_large_batch_splits_into_ranges_whose_union_is_exact(source):
     r = reader(source)
     r.min_rows_per_partition = 3
     start = r.initialOffset()
-    end = r.latestOffset(start, ReadAllAvailable())
+    end = latest(r, start)
     parts = r.partitions(start, end)
     assert len(parts) == 4
     assert [p.last for p in parts] == [False, False, False, True]
@@ -78,7 +89,7 @@ def test_snapshot_waits_for_a_writer_unless_lock_timeout_is_set(source):
     client = CdcClient(opts)
     columns = infer_schema(client)
     client.close()
-    schema = to_arrow_schema(to_struct(columns), timezone="UTC")
+    schema = arrow_schema(to_struct(columns))
     (part,) = plan_snapshot(opts, columns, 1)
     writer = source.conn
     writer.execute("BEGIN TRAN")
@@ -91,3 +102,35 @@ def test_snapshot_waits_for_a_writer_unless_lock_timeout_is_set(source):
     table = pa.Table.from_batches(batches)
     assert table.column("qty").to_pylist() == [9, 2]
     assert set(table.column("_operation").to_pylist()) == {0}
+
+
+def test_the_legacy_reader_says_once_that_max_commits_per_batch_is_ignored(source, caplog):
+    from mssql_cdc.source.datasource import LegacyStreamReader
+
+    for i in range(3):
+        source.sql(f"INSERT INTO dbo.orders VALUES ({i}, N'n', {i})")
+    source.scan()
+    newest = source.sql("SELECT sys.fn_cdc_get_max_lsn() AS l")[0]["l"]
+
+    def legacy(**options):
+        opts = parse_options(source.options(**options))
+        client = CdcClient(opts)
+        schema = to_struct(infer_schema(client))
+        client.close()
+        return LegacyStreamReader(opts, schema, 4)
+
+    caplog.set_level("WARNING", logger="mssql_cdc.source")
+    r = legacy(maxCommitsPerBatch="1")
+    start = r.initialOffset()
+    # Spark 4.0/4.1 pass no limit: every batch ends at the newest commit, three commits here
+    assert r.latestOffset() == r.latestOffset() != start
+    assert r.latestOffset()["lsn"] == "0x" + newest.hex().upper()
+    warnings = [m.getMessage() for m in caplog.records if m.levelname == "WARNING"]
+    assert len(warnings) == 1
+    assert warnings[0].startswith("maxCommitsPerBatch=1 has no effect on Spark ")
+    r.stop()
+    caplog.clear()
+    r = legacy()  # without the option: nothing to say
+    r.latestOffset()
+    assert not [m for m in caplog.records if m.levelname == "WARNING"]
+    r.stop()

@@ -4,11 +4,12 @@ This module imports PySpark; ``import mssql_cdc`` does not import it (ADR 0004).
 the stream reader implements admission control (``latestOffset(start, limit)``,
 ``getDefaultReadLimit`` from ``maxCommitsPerBatch``, ``reportLatestOffset``) and
 ``SupportsTriggerAvailableNow``; on Spark 4.0/4.1 the legacy reader (``latestOffset()``) is
-used and ``maxCommitsPerBatch`` has no effect (ADR 0006).
+used and ``maxCommitsPerBatch`` has no effect, which it says once per query (ADR 0006, 0055).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -20,7 +21,6 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     InputPartition,
 )
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -42,6 +42,7 @@ from pyspark.sql.types import (
 
 from mssql_cdc.options import ReaderOptions, parse_options
 from mssql_cdc.source.client import CdcClient
+from mssql_cdc.source.compat import arrow_schema
 from mssql_cdc.source.partitions import ChangeRange, SnapshotRange
 from mssql_cdc.source.planner import StreamPlanner, infer_schema
 from mssql_cdc.source.planning import MIN_ROWS_PER_PARTITION
@@ -71,6 +72,8 @@ __all__ = [
     "to_struct",
 ]
 
+log = logging.getLogger("mssql_cdc.source")
+
 _SIMPLE_TYPES: dict[str, DataType] = {
     "BOOLEAN": BooleanType(),
     "TINYINT": ByteType(),
@@ -85,6 +88,12 @@ _SIMPLE_TYPES: dict[str, DataType] = {
     "STRING": StringType(),
     "BINARY": BinaryType(),
 }
+
+
+def _spark_version() -> str:
+    import pyspark
+
+    return str(pyspark.__version__)
 
 
 def _spark_type(text: str) -> DataType:
@@ -179,7 +188,7 @@ class _StreamReader(DataSourceStreamReader):
         self.options = options
         self.schema = schema
         self.default_partitions = partitions
-        self.spec = ReadSpec(options, to_arrow_schema(schema, timezone="UTC"))
+        self.spec = ReadSpec(options, arrow_schema(schema))
         self._planner: StreamPlanner | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -227,10 +236,22 @@ class _StreamReader(DataSourceStreamReader):
 
 
 class LegacyStreamReader(_StreamReader):
-    """Spark 4.0/4.1: every batch reads up to ``sys.fn_cdc_get_max_lsn()``."""
+    """Spark 4.0/4.1: every batch reads up to ``sys.fn_cdc_get_max_lsn()``;
+    ``maxCommitsPerBatch`` is ignored, with one WARNING per query (ADR 0055)."""
+
+    _warned = False
 
     def latestOffset(self) -> dict[str, str]:  # type: ignore[override]  # noqa: N802 (Spark API)
         """The newest commit. Driver, once per trigger (one query)."""
+        if self.options.max_commits_per_batch and not self._warned:
+            self._warned = True
+            log.warning(
+                "maxCommitsPerBatch=%d has no effect on Spark %s: its Python stream readers have "
+                "no admission control (Spark 4.2 added it), so each micro-batch reads every "
+                "commit up to the newest; see the compatibility page of the docs",
+                self.options.max_commits_per_batch,
+                _spark_version(),
+            )
         return self.planner.latest_offset({"lsn": "0x" + "0" * 20, "commit_ts": ""}, None)
 
 
@@ -272,7 +293,7 @@ class SnapshotReader(DataSourceReader):
     def __init__(self, options: ReaderOptions, schema: StructType, partitions: int) -> None:
         self.options = options
         self.default_partitions = partitions
-        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        self.arrow_schema = arrow_schema(schema)
         self.columns = _captured(schema)
 
     def __repr__(self) -> str:
