@@ -121,8 +121,10 @@ def delta_sink(
         raise TypeError(f"metrics_path must be a str, got {type(metrics_path).__name__}")
     if isinstance(checkpoint, os.PathLike):
         checkpoint = os.fspath(checkpoint)
-    if checkpoint is not None and (not isinstance(checkpoint, str) or not checkpoint.strip()):
-        raise TypeError(f"checkpoint must be a non-empty path, got {checkpoint!r}")
+    if checkpoint is not None and not isinstance(checkpoint, str):
+        raise TypeError(f"checkpoint must be a path (str), got {type(checkpoint).__name__}")
+    if checkpoint is not None and not checkpoint.strip():
+        raise ValueError("checkpoint is empty; give the query's checkpointLocation or None")
     metrics = None if metrics_path is None else metrics_dir(metrics_path)
     return DeltaSink(target_ref, app_id, facts_ref, metrics, checkpoint)
 
