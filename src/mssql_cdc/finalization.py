@@ -18,6 +18,7 @@ Everything runs on the driver. Times are naive ``datetime`` in UTC (TIMESTAMP_NT
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
 import threading
@@ -135,6 +136,19 @@ def candidate(
     return out
 
 
+def _offset_text(text: str) -> object:
+    """An offset as ``SourceProgress`` holds it: JSON, or on PySpark 4.0/4.1 (whose
+    ``StreamingQueryProgress.fromJson`` applies ``str()`` to the parsed offset) a Python dict
+    literal such as ``{'lsn': '0x...', 'commit_ts': '...'}``."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return None
+
+
 def end_offset_from_progress(progress: object, *, source_index: int = 0) -> dict[str, str] | None:
     """The end offset of one source in a ``StreamingQueryProgress``.
 
@@ -164,7 +178,7 @@ def end_offset_from_progress(progress: object, *, source_index: int = 0) -> dict
         return None
     end = sources[source_index].get("endOffset")
     if isinstance(end, str):
-        end = None if end.strip() in ("", "None", "null") else json.loads(end)
+        end = None if end.strip() in ("", "None", "null") else _offset_text(end)
     if not isinstance(end, Mapping) or "lsn" not in end or "commit_ts" not in end:
         return None
     return {"lsn": str(end["lsn"]), "commit_ts": str(end["commit_ts"])}

@@ -18,6 +18,8 @@ def facts_rows(spark, path):
 def test_smallest_stream_writes_the_history_once_with_a_facts_row_per_batch(
     spark, source, tmp_path, monkeypatch, capsys
 ):
+    from mssql_cdc.source.datasource import HAS_ADMISSION_CONTROL
+
     bronze, facts, cp = tmp_path / "bronze", tmp_path / "facts", tmp_path / "cp"
     source.workload(1)
 
@@ -38,7 +40,9 @@ def test_smallest_stream_writes_the_history_once_with_a_facts_row_per_batch(
     assert bronze_changes(spark, bronze) == history
     batches = facts_rows(spark, facts)
     assert [r["batch_id"] for r in batches] == list(range(len(batches)))
-    assert len(batches) == 2  # five commits, at most three per batch
+    # five commits, at most three per batch; Spark 4.0/4.1 ignore maxCommitsPerBatch: one batch
+    n = 2 if HAS_ADMISSION_CONTROL else 1
+    assert len(batches) == n
     assert [r["rows"] for r in batches] == [
         p["numInputRows"] for p in query.recentProgress if p["numInputRows"]
     ]
@@ -55,10 +59,10 @@ def test_smallest_stream_writes_the_history_once_with_a_facts_row_per_batch(
     source.scan()
     run()
     batches = facts_rows(spark, facts)
-    assert len(batches) == 3
+    assert len(batches) == n + 1
     empty = batches[-1]
     assert (empty["batch_id"], empty["rows"], empty["min_lsn"], empty["max_lsn"]) == (
-        2,
+        n,
         0,
         None,
         None,

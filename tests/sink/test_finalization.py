@@ -66,6 +66,15 @@ def test_end_offset_is_read_from_a_progress_in_any_form():
     assert finalization.end_offset_from_progress(None) is None
 
 
+def test_end_offset_is_read_from_a_pyspark_40_41_progress():
+    # PySpark 4.0/4.1's StreamingQueryProgress.fromJson (query.lastProgress) applies str() to the
+    # parsed offset: the end offset is a Python dict literal, not JSON
+    end = offset("2026-03-08T09:59:59.999Z")
+    p = {"sources": [{"endOffset": str(end)}, {"endOffset": "{'lsn': "}]}
+    assert finalization.end_offset_from_progress(p) == end
+    assert finalization.end_offset_from_progress(p, source_index=1) is None
+
+
 def test_advance_only_moves_forward_retrying_commit_conflicts(spark, control, monkeypatch):
     assert finalization.finalized_until(spark, control, "bronze.orders") is None
     # the first MERGE loses two commit conflicts (Delta's exceptions, recognised by name)
