@@ -151,7 +151,7 @@ static PyObject *Lsn_next(PyObject *self, PyObject *unused) {
   mc_lsn out;
   mc_error err;
   if (mc_lsn_increment(&((LsnObject *)self)->lsn, &out, &err) != MC_OK) {
-    return PyErr_Format(PyExc_OverflowError, "%s", err.message);
+    return mc_py_raise(MC_ERANGE, &err); /* OverflowError, through the one map (errors.c) */
   }
   return lsn_new_from(&out);
 }
@@ -161,7 +161,7 @@ static PyObject *Lsn_prev(PyObject *self, PyObject *unused) {
   mc_lsn out;
   mc_error err;
   if (mc_lsn_decrement(&((LsnObject *)self)->lsn, &out, &err) != MC_OK) {
-    return PyErr_Format(PyExc_OverflowError, "%s", err.message);
+    return mc_py_raise(MC_ERANGE, &err); /* OverflowError, through the one map (errors.c) */
   }
   return lsn_new_from(&out);
 }
