@@ -302,8 +302,8 @@ static PyObject *Connection_scalar(ConnectionObject *self, PyObject *args, PyObj
     return NULL;
   }
   PyObject *value = NULL;
-  PyObject *reader =
-      PyObject_CallMethod(mc_py_pyarrow_attr("RecordBatchReader"), "_import_from_c_capsule", "O", capsule);
+  PyObject *reader = PyObject_CallMethod(mc_py_pyarrow_attr("RecordBatchReader"),
+                                         "_import_from_c_capsule", "O", capsule);
   Py_DECREF(capsule);
   if (reader != NULL) {
     PyObject *table = PyObject_CallMethod(reader, "read_all", NULL);

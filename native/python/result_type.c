@@ -248,10 +248,9 @@ static PyObject *Result_next(ResultObject *self) {
   if (array.release == NULL) return NULL; /* the end */
   PyObject *address = PyLong_FromVoidPtr(&array);
   PyObject *cls = mc_py_pyarrow_attr("RecordBatch");
-  PyObject *batch = (address != NULL && cls != NULL) ? PyObject_CallMethod(
-                                                           cls, "_import_from_c", "OO", address,
-                                                           self->schema)
-                                                     : NULL;
+  PyObject *batch = (address != NULL && cls != NULL)
+                        ? PyObject_CallMethod(cls, "_import_from_c", "OO", address, self->schema)
+                        : NULL;
   Py_XDECREF(address);
   if (array.release != NULL) array.release(&array); /* not moved if the import failed */
   return batch;

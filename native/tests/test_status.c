@@ -77,8 +77,7 @@ static void test_server_error_keeps_the_token_fields(void **state) {
 
   mc_error_set(&err, MC_EIO, "socket closed");
   assert_false(err.has_server);
-  assert_int_equal(mc_error_set_server(NULL, MC_ESERVER, 1, 0, 16, "x", NULL, NULL, 0),
-                   MC_ESERVER);
+  assert_int_equal(mc_error_set_server(NULL, MC_ESERVER, 1, 0, 16, "x", NULL, NULL, 0), MC_ESERVER);
 }
 
 static void test_versions(void **state) {
