@@ -64,7 +64,9 @@ PyObject *mc_py_raise_message(mc_status st, PyObject *message) {
 }
 
 PyObject *mc_py_raise(mc_status st, const mc_error *err) {
-  const mc_server_error *server = err->has_server ? &err->server : NULL;
+  /* Only a server's refusal carries its fields (status.h); has_server is read for no other. */
+  bool from_server = st == MC_ESERVER || st == MC_ELOGIN;
+  const mc_server_error *server = from_server && err->has_server ? &err->server : NULL;
   /* A server error's message is the server's own text; the fields say the rest. */
   PyObject *message =
       PyUnicode_DecodeUTF8(server ? server->message : err->message,
