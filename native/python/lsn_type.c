@@ -31,12 +31,13 @@ static int lsn_parse_str(PyObject *text, mc_lsn *out) {
   const char *utf8 = PyUnicode_AsUTF8AndSize(text, &len);
   if (utf8 == NULL) return -1;
   mc_error err;
-  if (mc_lsn_parse(utf8, (size_t)len, out, &err) != MC_OK) {
-    if (len > 48) {
-      PyErr_Format(PyExc_ValueError, "invalid LSN %.40R...: %s", text, err.message);
-    } else {
-      PyErr_Format(PyExc_ValueError, "invalid LSN %R: %s", text, err.message);
-    }
+  mc_status st = mc_lsn_parse(utf8, (size_t)len, out, &err);
+  if (st != MC_OK) { /* EINVAL: ValueError, through the one map (errors.c) */
+    PyObject *message = len > 48
+                            ? PyUnicode_FromFormat("invalid LSN %.40R...: %s", text, err.message)
+                            : PyUnicode_FromFormat("invalid LSN %R: %s", text, err.message);
+    mc_py_raise_message(st, message);
+    Py_XDECREF(message);
     return -1;
   }
   return 0;
@@ -151,7 +152,7 @@ static PyObject *Lsn_next(PyObject *self, PyObject *unused) {
   mc_lsn out;
   mc_error err;
   if (mc_lsn_increment(&((LsnObject *)self)->lsn, &out, &err) != MC_OK) {
-    return PyErr_Format(PyExc_OverflowError, "%s", err.message);
+    return mc_py_raise(MC_ERANGE, &err); /* OverflowError, through the one map (errors.c) */
   }
   return lsn_new_from(&out);
 }
@@ -161,7 +162,7 @@ static PyObject *Lsn_prev(PyObject *self, PyObject *unused) {
   mc_lsn out;
   mc_error err;
   if (mc_lsn_decrement(&((LsnObject *)self)->lsn, &out, &err) != MC_OK) {
-    return PyErr_Format(PyExc_OverflowError, "%s", err.message);
+    return mc_py_raise(MC_ERANGE, &err); /* OverflowError, through the one map (errors.c) */
   }
   return lsn_new_from(&out);
 }

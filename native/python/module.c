@@ -1,6 +1,8 @@
 /*
  * module.c: the mssql_cdc._native extension module: a thin CPython layer over the mssqlcdc C
- * library. Each Python type lives in its own file (lsn_type.c, ...).
+ * library. One job per file: lsn_type.c (Lsn), connection.c (connect, Connection),
+ * result_type.c (Result: Arrow stream and typed reads), params.c (argument conversion),
+ * errors.c (status to exception, through mssql_cdc.errors).
  */
 #include "native_module.h"
 
@@ -46,7 +48,10 @@ static PyMethodDef native_methods[] = {
 };
 
 static int native_exec(PyObject *module) {
-  if (mc_py_add_lsn_type(module) < 0) return -1;
+  if (mc_py_add_errors(module) < 0 || mc_py_add_lsn_type(module) < 0 ||
+      mc_py_add_result_type(module) < 0) {
+    return -1;
+  }
   return mc_py_add_conn_types(module);
 }
 

@@ -134,6 +134,8 @@ static void test_server_error_then_usable(void **state) {
   const char *sql = "SELECT * FROM dbo.no_such_table_live";
   mc_error err;
   assert_int_equal(mc_conn_execute(c, sql, strlen(sql), NULL, 0, NULL, &err), MC_ESERVER);
+  assert_true(err.has_server); /* the token's fields as data */
+  assert_int_equal(err.server.number, 208);
   const mc_tds_message *m = mc_conn_last_message(c);
   assert_non_null(m);
   assert_int_equal(m->number, 208);
@@ -178,10 +180,17 @@ static void test_wrong_password(void **state) {
   mc_error err;
   assert_int_equal(mc_conn_params_parse(&p, text, strlen(text), &err), MC_OK);
   mc_conn *c = NULL;
-  assert_int_equal(mc_conn_open(&p, NULL, &c, &err), MC_ESERVER);
+  /* MC_ELOGIN (was MC_ESERVER): a refused login has a status of its own, so one map from
+   * status to exception class gives LoginError; the server's error is data, not only text. */
+  assert_int_equal(mc_conn_open(&p, NULL, &c, &err), MC_ELOGIN);
   assert_null(c);
   assert_non_null(strstr(err.message, "18456"));
   assert_null(strstr(err.message, "wrong-password-xyz"));
+  assert_true(err.has_server);
+  assert_int_equal(err.server.number, 18456);
+  assert_int_equal(err.server.severity, 14);
+  assert_non_null(strstr(err.server.message, "Login failed"));
+  assert_null(strstr(err.server.message, "wrong-password-xyz"));
   mc_conn_params_clear(&p);
 }
 

@@ -14,6 +14,8 @@ from mssql_cdc.errors import (
     DataLossError,
     MssqlCdcError,
     SchemaChangedError,
+    is_data_loss,
+    is_schema_changed,
 )
 from mssql_cdc.options import SourceOptions
 from mssql_cdc.pipeline import CdcStream, stream
@@ -32,6 +34,8 @@ __all__ = [
     "SchemaChangedError",
     "SourceOptions",
     "__version__",
+    "is_data_loss",
+    "is_schema_changed",
     "register",
     "stream",
 ]

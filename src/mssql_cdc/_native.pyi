@@ -1,9 +1,13 @@
 """Type stubs for the compiled extension mssql_cdc._native (native/python/)."""
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import final
 
+import pyarrow as pa
 from typing_extensions import Self
+
+#: every status name of the C library (mc_status_name), in enum order
+STATUS_NAMES: tuple[str, ...]
 
 def version() -> str: ...
 def tls_library_version() -> str: ...
@@ -36,13 +40,20 @@ class Lsn:
     def __hash__(self) -> int: ...
 
 class Result:
-    """The result of :meth:`Connection.execute`: an Arrow C stream, read once."""
+    """The result of :meth:`Connection.execute`: record batches, read once.
+
+    ``reader()`` and iteration raise the :mod:`mssql_cdc.errors` classes; pyarrow reading the
+    Arrow C stream (``__arrow_c_stream__``) can only raise ``OSError`` with the status's text.
+    """
 
     @property
     def rows_affected(self) -> int: ...
     @property
     def has_rows(self) -> bool: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def reader(self) -> pa.RecordBatchReader: ...
+    def __iter__(self) -> Iterator[pa.RecordBatch]: ...
+    def __next__(self) -> pa.RecordBatch: ...
 
 Param = None | bool | int | float | str | bytes | bytearray | memoryview | Lsn
 

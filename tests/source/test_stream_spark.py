@@ -8,7 +8,7 @@ import json
 import pytest
 
 import mssql_cdc
-from mssql_cdc import Lsn
+from mssql_cdc import DataLossError, Lsn
 from mssql_cdc.finalization import end_offset_from_progress
 
 COLUMNS = ["_start_lsn", "_seqval", "_operation", "_command_id", "id", "name", "qty"]
@@ -145,6 +145,10 @@ def test_purged_changes_fail_the_batch_or_are_skipped(spark, source, emulator, t
         run(spark, source, tmp_path / "cp1", tmp_path / "o1", startingLsn=str(stamp))
     assert "dbo_orders: change data from" in str(info.value)
     assert before[0][0] in str(info.value)
+    # Spark wraps it (StreamingQueryException over a Py4J error, class and message as text)
+    assert not isinstance(info.value, DataLossError)
+    assert mssql_cdc.is_data_loss(info.value)
+    assert not mssql_cdc.is_schema_changed(info.value)
 
     metrics = tmp_path / "m"
     run(

@@ -39,3 +39,38 @@ def test_log_level_is_checked_before_anything_runs(capsys):
     assert build_parser().parse_args(
         ["--log-level", "info", "status", "--facts", "x"]
     ).log_level == ("INFO")
+
+
+class StreamingQueryException(Exception):  # noqa: N818 (pyspark's name)
+    pass
+
+
+def test_a_wrapped_error_of_ours_is_one_line_from_the_exception_itself(monkeypatch, capsys):
+    from mssql_cdc import cli
+
+    wrapper = StreamingQueryException("[STREAM_FAILED] Query terminated with exception")
+    wrapper.__context__ = RuntimeError(
+        "An error occurred while calling o74.awaitTermination.\n: " + SPARK_TEXT
+    )
+
+    def fail(args):
+        raise wrapper
+
+    monkeypatch.setattr(cli, "_status", fail)
+    assert cli.main(["status", "--facts", "x"]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "mssql-cdc status: TlsError: TLS handshake failed: the server certificate was not "
+        "accepted: self-signed certificate (set TrustServerCertificate=yes only for a server "
+        "you trust)"
+    )
+
+
+def test_a_foreign_failure_still_propagates(monkeypatch):
+    from mssql_cdc import cli
+
+    def fail(args):
+        raise RuntimeError("java.lang.OutOfMemoryError: Java heap space")
+
+    monkeypatch.setattr(cli, "_status", fail)
+    with pytest.raises(RuntimeError, match="OutOfMemoryError"):
+        cli.main(["status", "--facts", "x"])

@@ -16,6 +16,8 @@ PUBLIC = {
     "SchemaChangedError",
     "SourceOptions",
     "__version__",
+    "is_data_loss",
+    "is_schema_changed",
     "register",
     "stream",
 }

@@ -9,9 +9,10 @@
  *
  * One request at a time. A result set's rows arrive as Arrow struct arrays of at most
  * batch_rows rows / batch_bytes TDS bytes; the schema is mc_conn_schema's. A server ERROR ends
- * the request with MC_ESERVER and mc_conn_last_message holding number, state, class, text,
- * server, procedure and line; the connection stays usable after it. MC_ECLOSED, MC_EIO,
- * MC_ETIMEOUT, MC_EPROTO and MC_ETLS leave it broken: close it and open a new one.
+ * the request with MC_ESERVER, err->server (and mc_conn_last_message) holding number, state,
+ * class, text, server, procedure and line; the connection stays usable after it. MC_ECLOSED,
+ * MC_EIO, MC_ETIMEOUT, MC_EPROTO, MC_EUNSUPPORTED, MC_ERANGE and MC_ETLS leave it broken:
+ * close it and open a new one.
  */
 #ifndef MSSQLCDC_CONN_H
 #define MSSQLCDC_CONN_H
@@ -72,8 +73,10 @@ typedef struct mc_exec_options {
   double timeout_seconds; /* 0 = none: the longest wait for the server during this request */
 } mc_exec_options;
 
-/* Connects and logs in. On failure *out is NULL and err says why (a login refused by the
- * server is MC_ESERVER with the server's message, e.g. 18456). Follows one routing ENVCHANGE. */
+/* Connects and logs in. On failure *out is NULL and err says why; a login refused by the
+ * server is MC_ELOGIN with the server's ERROR token as data in err->server (e.g. 18456, state,
+ * class, message, server name), so the caller never parses the message. Follows one routing
+ * ENVCHANGE. */
 MC_NODISCARD mc_status mc_conn_open(const mc_conn_params *params, const mc_conn_auth *auth,
                                     mc_conn **out, mc_error *err);
 

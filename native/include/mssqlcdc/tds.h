@@ -13,7 +13,7 @@
  *     if (st == MC_NEEDMORE) { read a packet; mc_tds_decoder_feed(dec, payload, n, &err);
  *                              on EOM after the last feed: mc_tds_decoder_finish(dec, &err);
  *                              continue; }
- *     if (st != MC_OK) break;                     // MC_EPROTO (corrupt) / MC_ENOMEM: fatal
+ *     if (st != MC_OK) break;                     // EPROTO, EUNSUPPORTED, ERANGE, ENOMEM: fatal
  *     switch (ev) {
  *       case MC_TDS_EVENT_METADATA: mc_tds_decoder_export_schema(dec, &schema, &err); break;
  *       case MC_TDS_EVENT_BATCH:    mc_tds_decoder_take_batch(dec, &array, &err); break;
@@ -26,8 +26,9 @@
  * Rows are decoded straight into Arrow column builders (arrow.h). A batch is reported when it
  * holds batch_rows rows or batch_bytes bytes of row data (TDS bytes of the rows), and before
  * the DONE or COLMETADATA token that ends its result set. A row is appended whole or not at
- * all. After MC_EPROTO or MC_ENOMEM the decoder is broken: every later call returns the same
- * status and message.
+ * all. After MC_EPROTO (corrupt), MC_EUNSUPPORTED (a data type or code page it does not decode),
+ * MC_ERANGE (a value or batch column too large to hold) or MC_ENOMEM the decoder is broken:
+ * every later call returns the same status and message.
  */
 #ifndef MSSQLCDC_TDS_H
 #define MSSQLCDC_TDS_H
@@ -160,13 +161,15 @@ void mc_tds_decoder_free(mc_tds_decoder *d);
 void mc_tds_decoder_reset(mc_tds_decoder *d);
 
 /* Appends n payload bytes to the decoder's input. MC_ENOMEM if they cannot be held,
- * MC_EPROTO if the decoder is broken or the buffered input would exceed max_buffer. */
+ * MC_EPROTO if the buffered input would exceed max_buffer, the broken status if broken. */
 MC_NODISCARD mc_status mc_tds_decoder_feed(mc_tds_decoder *d, const uint8_t *bytes, size_t n,
                                            mc_error *err);
 
 /* Decodes until something happens. MC_OK with *event set; MC_NEEDMORE when the buffered bytes
- * end inside a token or row (feed more, then call again); MC_EPROTO for a corrupt stream and
- * MC_ENOMEM when memory ran out, both with a message, after which the decoder is broken. */
+ * end inside a token or row (feed more, then call again); MC_EPROTO for a corrupt stream,
+ * MC_EUNSUPPORTED for a data type or code page it does not decode, MC_ERANGE for a value or
+ * batch column too large to hold and MC_ENOMEM when memory ran out, all with a message, after
+ * which the decoder is broken. */
 MC_NODISCARD mc_status mc_tds_decoder_next(mc_tds_decoder *d, mc_tds_event *event, mc_error *err);
 
 /* Declares the end of the response (the EOM packet has been fed and next returned

@@ -1,6 +1,6 @@
 /*
- * conn.c: opening a connection (TCP, PRELOGIN, TLS, LOGIN7, login response, routing), sending
- * messages and closing (conn.h; MS-TDS 3.2.5 client state machine).
+ * conn.c: opening a connection (TCP, PRELOGIN, TLS, LOGIN7, login response, routing) and
+ * closing it (conn.h; MS-TDS 3.2.5 client state machine). Bytes go through conn_io.c.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -12,83 +12,12 @@
 #include <openssl/crypto.h>
 
 #include "conn_int.h"
+#include "conn_io.h"
 #include "mssqlcdc/login7.h"
 #include "mssqlcdc/prelogin.h"
 
 /* Packets of the login phase: every server takes 4096 before ENVCHANGE says otherwise. */
 #define LOGIN_PACKET_SIZE 4096
-
-mc_status mc_conn_fail(mc_conn *c, mc_status st, mc_error *err) {
-  if (st == MC_OK || st == MC_ESERVER) return st;
-  c->broken = true;
-  c->broken_status = st;
-  snprintf(c->broken_message, sizeof c->broken_message, "%s",
-           err != NULL ? err->message : "connection failed");
-  return st;
-}
-
-double mc_conn_deadline(const mc_conn *c) {
-  if (c->login_deadline > 0) return c->login_deadline;
-  return c->timeout_seconds > 0 ? mc_now() + c->timeout_seconds : 0;
-}
-
-mc_status mc_conn_send(mc_conn *c, uint8_t type, const uint8_t *payload, size_t len,
-                       mc_error *err) {
-  size_t cap = mc_tds_framed_size(len, c->packet_size);
-  uint8_t *framed = malloc(cap);
-  if (framed == NULL) return mc_error_set(err, MC_ENOMEM, "out of memory sending a request");
-  size_t written = 0;
-  mc_status st = mc_tds_frame(type, payload, len, c->packet_size, 1, framed, cap, &written, err);
-  if (st == MC_OK) {
-    st = mc_transport_write(&c->t, framed, written, mc_conn_deadline(c), err);
-  }
-  OPENSSL_cleanse(framed, cap); /* LOGIN7 holds secrets */
-  free(framed);
-  if (st == MC_OK) c->round_trips++;
-  return mc_conn_fail(c, st, err);
-}
-
-void mc_conn_keep_message(mc_conn *c) {
-  const mc_tds_message *m = mc_tds_decoder_message(c->dec);
-  if (m == NULL || !m->is_error) return;
-  if (c->has_message) return; /* the first error is the cause; later ones follow from it */
-  c->has_message = true;
-  c->message = *m;
-  snprintf(c->message_text, sizeof c->message_text, "%s", m->message ? m->message : "");
-  snprintf(c->message_server, sizeof c->message_server, "%s", m->server ? m->server : "");
-  snprintf(c->message_procedure, sizeof c->message_procedure, "%s",
-           m->procedure ? m->procedure : "");
-  c->message.message = c->message_text;
-  c->message.server = c->message_server;
-  c->message.procedure = c->message_procedure;
-}
-
-void mc_conn_apply_envchange(mc_conn *c) {
-  const mc_tds_envchange *e = mc_tds_decoder_envchange(c->dec);
-  if (e == NULL) return;
-  switch (e->type) {
-    case MC_TDS_ENV_PACKET_SIZE:
-      if (e->packet_size >= MC_TDS_MIN_PACKET && e->packet_size <= MC_TDS_MAX_PACKET) {
-        c->packet_size = e->packet_size;
-      }
-      break;
-    case MC_TDS_ENV_DATABASE:
-      snprintf(c->database, sizeof c->database, "%s", e->new_value ? e->new_value : "");
-      break;
-    case MC_TDS_ENV_BEGIN_TRAN:
-      if (e->new_len == 8) memcpy(c->transaction, e->new_bytes, 8);
-      break;
-    case MC_TDS_ENV_COMMIT_TRAN:
-    case MC_TDS_ENV_ROLLBACK_TRAN: memset(c->transaction, 0, 8); break;
-    case MC_TDS_ENV_ROUTING:
-      if (e->routing_server != NULL) {
-        snprintf(c->routing_host, sizeof c->routing_host, "%s", e->routing_server);
-        c->routing_port = e->routing_port;
-      }
-      break;
-    default: break;
-  }
-}
 
 /* Reads one whole PRELOGIN reply (a small message) into buf. */
 static mc_status read_prelogin_reply(mc_conn *c, uint8_t *buf, size_t cap, size_t *len,
@@ -201,9 +130,10 @@ static mc_status login(mc_conn *c, const mc_conn_auth *auth, double deadline, mc
     return mc_error_set(err, MC_EPROTO, "%zu bytes arrived after the login response",
                         c->pending_len);
   }
-  if (c->has_message) {
-    return mc_error_set(err, MC_ESERVER, "login failed: [%d] %s", (int)c->message.number,
-                        c->message_text);
+  if (c->has_message) { /* the server's fields travel as data, not only as text */
+    const mc_tds_message *m = &c->message;
+    return mc_error_set_server(err, MC_ELOGIN, m->number, m->state, m->severity, m->message,
+                               m->server, m->procedure, m->line);
   }
   if (!acknowledged) {
     return mc_error_set(err, MC_EPROTO, "the login response has no LOGINACK");

@@ -1,6 +1,7 @@
 /*
  * conn_int.h (private): the connection struct shared by conn.c (open, login, close),
- * request.c (SQLBatch and RPC payloads) and result.c (reading responses).
+ * conn_io.c (byte I/O, conn_io.h), request.c (SQLBatch and RPC payloads) and result.c
+ * (reading responses).
  */
 #ifndef MSSQLCDC_CONN_INT_H
 #define MSSQLCDC_CONN_INT_H
@@ -51,29 +52,6 @@ struct mc_conn {
   size_t pending_off;
   size_t pending_len;
 };
-
-/* Sends payload as one message of the given packet type (negotiated packet size). */
-MC_NODISCARD mc_status mc_conn_send(mc_conn *c, uint8_t type, const uint8_t *payload, size_t len,
-                                    mc_error *err);
-
-/* Starts reading a new response message. */
-void mc_conn_begin_response(mc_conn *c);
-
-/* The next decoder event of the response; MC_TDS_EVENT_NONE at its clean end. Reads from the
- * network as needed. Any failure marks the connection broken. */
-MC_NODISCARD mc_status mc_conn_next_event(mc_conn *c, mc_tds_event *ev, mc_error *err);
-
-/* The deadline of the next network wait: the login's absolute one, or now + timeout. */
-double mc_conn_deadline(const mc_conn *c);
-
-/* Copies the decoder's current ERROR token into the connection. */
-void mc_conn_keep_message(mc_conn *c);
-
-/* Applies an ENVCHANGE (packet size, database, transaction, routing). */
-void mc_conn_apply_envchange(mc_conn *c);
-
-/* Marks the connection unusable with st and err's message; returns st. */
-mc_status mc_conn_fail(mc_conn *c, mc_status st, mc_error *err);
 
 /* Payload builders (request.c). *out is malloc'd; the caller frees it. */
 MC_NODISCARD mc_status mc_request_sqlbatch(const uint8_t transaction[8], const char *sql,

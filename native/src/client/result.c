@@ -7,68 +7,7 @@
 #include <string.h>
 
 #include "conn_int.h"
-
-void mc_conn_begin_response(mc_conn *c) {
-  c->packets_before += c->deframer.packets;
-  mc_tds_deframer_init(&c->deframer, MC_TDS_REPLY, MC_TDS_MAX_PACKET);
-  mc_tds_decoder_reset(c->dec);
-  c->response_done = false;
-  c->finished = false;
-  c->in_request = true;
-  c->has_result = false;
-}
-
-/* Reads once from the network (or takes the bytes left over from the previous response) and
- * feeds the payload to the decoder. Bytes after this response's last packet stay pending for
- * the next response: an Attention acknowledgement may share a TCP read with the end of the
- * response it cancels (MS-TDS 2.2.1.7). */
-static mc_status pump(mc_conn *c, mc_error *err) {
-  size_t off = c->pending_off;
-  size_t got = c->pending_off + c->pending_len;
-  if (c->pending_len == 0) {
-    off = 0;
-    MC_RETURN_NOT_OK(
-        mc_transport_read(&c->t, c->rbuf, sizeof c->rbuf, &got, mc_conn_deadline(c), err));
-  }
-  c->pending_off = 0;
-  c->pending_len = 0;
-  while (off < got && !c->deframer.done) {
-    size_t used = 0, n = 0;
-    const uint8_t *payload = NULL;
-    MC_RETURN_NOT_OK(
-        mc_tds_deframe(&c->deframer, c->rbuf + off, got - off, &used, &payload, &n, err));
-    off += used;
-    if (n > 0) MC_RETURN_NOT_OK(mc_tds_decoder_feed(c->dec, payload, n, err));
-  }
-  if (off < got) { /* the start of the next message */
-    c->pending_off = off;
-    c->pending_len = got - off;
-  }
-  if (c->deframer.done) c->response_done = true;
-  return MC_OK;
-}
-
-mc_status mc_conn_next_event(mc_conn *c, mc_tds_event *ev, mc_error *err) {
-  if (c->broken) return mc_error_set(err, c->broken_status, "%s", c->broken_message);
-  for (;;) {
-    double start = mc_now();
-    mc_status st = mc_tds_decoder_next(c->dec, ev, err);
-    c->decode_seconds += mc_now() - start;
-    if (st == MC_OK) return MC_OK;
-    if (st != MC_NEEDMORE) return mc_conn_fail(c, st, err);
-    if (c->response_done) {
-      st = mc_tds_decoder_finish(c->dec, err);
-      if (st != MC_OK) return mc_conn_fail(c, st, err);
-      c->finished = true;
-      c->in_request = false;
-      c->has_result = false;
-      *ev = MC_TDS_EVENT_NONE;
-      return MC_OK;
-    }
-    st = pump(c, err);
-    if (st != MC_OK) return mc_conn_fail(c, st, err);
-  }
-}
+#include "conn_io.h"
 
 /* Handles the events that are not rows; returns true for METADATA and end of response. */
 static bool bookkeeping(mc_conn *c, mc_tds_event ev) {
@@ -86,11 +25,8 @@ static bool bookkeeping(mc_conn *c, mc_tds_event ev) {
 
 static mc_status server_error(mc_conn *c, mc_error *err) {
   const mc_tds_message *m = &c->message;
-  if (m->procedure != NULL && m->procedure[0] != '\0') {
-    return mc_error_set(err, MC_ESERVER, "[%d] %s (procedure %s, line %u)", (int)m->number,
-                        m->message, m->procedure, (unsigned)m->line);
-  }
-  return mc_error_set(err, MC_ESERVER, "[%d] %s", (int)m->number, m->message);
+  return mc_error_set_server(err, MC_ESERVER, m->number, m->state, m->severity, m->message,
+                             m->server, m->procedure, m->line);
 }
 
 /* Reads the rest of the response, dropping rows, keeping errors. */

@@ -170,7 +170,7 @@ mc_status mc_tds_type_info_parse(mc_rd *r, mc_tds_column *c, mc_error *err) {
       c->max_len = len;
       return MC_OK;
     }
-    default: return MC_TDS_CORRUPT(err, "unknown or unsupported data type 0x%02X", t);
+    default: return MC_TDS_UNSUPPORTED(err, "unknown or unsupported data type 0x%02X", t);
   }
 }
 
@@ -279,10 +279,10 @@ mc_status mc_tds_pick_decoder(mc_tds_column *c, mc_error *err) {
       }
       if (cp == 0) {
         uint32_t lcid = mc_load_u32(c->collation) & 0xFFFFFu;
-        return MC_TDS_CORRUPT(err,
-                              "char data with collation LCID 0x%05X, sort id %u: unknown code "
-                              "page",
-                              (unsigned)lcid, (unsigned)c->collation[4]);
+        return MC_TDS_UNSUPPORTED(err,
+                                  "char data with collation LCID 0x%05X, sort id %u: unknown "
+                                  "code page",
+                                  (unsigned)lcid, (unsigned)c->collation[4]);
       }
       MC_RETURN_NOT_OK(mc_tds_codepage_open(c, err));
       c->decode = mc_tds_decode_codepage;

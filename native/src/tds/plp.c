@@ -23,7 +23,8 @@ mc_status mc_tds_plp_measure(mc_rd *r, uint64_t total, mc_tds_cell *cell, mc_err
     r->p += chunk;
     sum += chunk;
     if (sum > MC_ARROW_MAX_DATA_BYTES) {
-      return MC_TDS_CORRUPT(err, "PLP value of more than %zu bytes", MC_ARROW_MAX_DATA_BYTES);
+      return mc_error_set(err, MC_ERANGE, "PLP value of more than %zu bytes (too large to hold)",
+                          MC_ARROW_MAX_DATA_BYTES);
     }
   }
   if (total != PLP_UNKNOWN_LEN && total != sum) {

@@ -177,8 +177,8 @@ mc_status mc_tds_row_decode(mc_tds_decoder *d, mc_rd *r, size_t *used, mc_error 
     }
     if (st != MC_OK) {
       rollback(d, i, length);
-      if (st == MC_ERANGE) {
-        st = mc_error_set(err, MC_EPROTO,
+      if (st == MC_ERANGE) { /* too large, not corrupt: a smaller batch fixes it */
+        st = mc_error_set(err, MC_ERANGE,
                           "column %lld (\"%s\") holds more than 2 GiB in one batch; use a "
                           "smaller batch_bytes",
                           (long long)i, c->name);

@@ -20,6 +20,9 @@
 
 /* The single place corruption is reported (SQLite's CORRUPT_BKPT role). */
 #define MC_TDS_CORRUPT(err, ...) mc_error_set((err), MC_EPROTO, __VA_ARGS__)
+/* Well-formed data this decoder does not decode (a data type, a code page): not corrupt, and
+ * not worth a retry. Every such report goes through this macro. */
+#define MC_TDS_UNSUPPORTED(err, ...) mc_error_set((err), MC_EUNSUPPORTED, __VA_ARGS__)
 
 /* ------------------------------------------------------------------ bounded reads */
 
@@ -178,15 +181,15 @@ typedef struct mc_tds_cell {
 } mc_tds_cell;
 
 /* Parses a TYPE_INFO (MS-TDS 2.2.5.6) into c (type, wire, lengths, precision, scale,
- * collation). Allocates nothing. MC_NEEDMORE if r ends early, MC_EPROTO for an unknown or
- * unsupported type or an impossible length. */
+ * collation). Allocates nothing. MC_NEEDMORE if r ends early, MC_EUNSUPPORTED for an unknown
+ * or unsupported type, MC_EPROTO for an impossible length. */
 mc_status mc_tds_type_info_parse(mc_rd *r, mc_tds_column *c, mc_error *err);
 
 /* Chooses the Arrow type of a SQL type (the bronze type map, docs/reference/bronze-schema.md) into
  * c->arrow / arrow_precision / arrow_scale. The one table of that choice. */
 void mc_tds_arrow_type(mc_tds_column *c);
 
-/* Chooses c->decode (and c->code_page for character data). MC_EPROTO with a message for
+/* Chooses c->decode (and c->code_page for character data). MC_EUNSUPPORTED with a message for
  * character data in a code page this library does not decode yet. */
 mc_status mc_tds_pick_decoder(mc_tds_column *c, mc_error *err);
 
@@ -235,7 +238,8 @@ mc_status mc_tds_decode_cp1252(const mc_tds_column *c, mc_arrow_column *out, con
                                size_t n, mc_error *err);
 
 /* Code pages other than 1252 and UTF-8, through iconv (types_codepage.c). _open sets c->iconv
- * (MC_EPROTO naming the code page if the C library cannot convert it); _close releases it. */
+ * (MC_EUNSUPPORTED naming the code page if the C library cannot convert it); _close releases
+ * it. */
 mc_status mc_tds_codepage_open(mc_tds_column *c, mc_error *err);
 void mc_tds_codepage_close(mc_tds_column *c);
 mc_status mc_tds_decode_codepage(const mc_tds_column *c, mc_arrow_column *out, const uint8_t *p,

@@ -21,8 +21,9 @@ mc_status mc_tds_codepage_open(mc_tds_column *c, mc_error *err) {
   snprintf(name, sizeof name, "CP%u", (unsigned)c->code_page);
   iconv_t cd = iconv_open("UTF-8", name);
   if (cd == (iconv_t)-1) {
-    return MC_TDS_CORRUPT(err, "char data in code page %u cannot be converted (iconv has no %s)",
-                          (unsigned)c->code_page, name);
+    return MC_TDS_UNSUPPORTED(err,
+                              "char data in code page %u cannot be converted (iconv has no %s)",
+                              (unsigned)c->code_page, name);
   }
   c->iconv = (void *)cd;
   return MC_OK;

@@ -14,7 +14,7 @@
  *  - char/varchar in Windows-1252 or UTF-8 collations, nchar/nvarchar: the text;
  *  - binary/varbinary: LIMIT: "0x" + upper-case hex (SQL Server's CAST would reinterpret the
  *    bytes as UTF-16 text, which is rarely meaningful).
- * Other code pages of char data inside a variant are an MC_EPROTO "not supported yet".
+ * Other code pages of char data inside a variant are an MC_EUNSUPPORTED "not supported yet".
  */
 #include <stdio.h>
 
@@ -272,7 +272,7 @@ static mc_status render(uint8_t base, const uint8_t *props, size_t np, const uin
       } else if (cp != 0) {
         MC_RETURN_NOT_OK(mc_tds_codepage_to_utf8(cp, v, vn, (uint8_t *)dst, len, err));
       } else {
-        return MC_TDS_CORRUPT(err, "sql_variant char data with an unknown code page");
+        return MC_TDS_UNSUPPORTED(err, "sql_variant char data with an unknown code page");
       }
       return MC_OK;
     }

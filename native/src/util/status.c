@@ -1,5 +1,6 @@
 /*
- * status.c: the single place that writes mc_error messages (status.h).
+ * status.c: the single place that writes mc_error (status.h): a formatted sentence, and for an
+ * ERROR token from the server its fields as data.
  */
 #include "mssqlcdc/status.h"
 
@@ -15,7 +16,33 @@ mc_status mc_error_set(mc_error *err, mc_status status, const char *fmt, ...) {
     if (n < 0) {
       err->message[0] = '\0';
     }
+    err->has_server = false;
   }
+  return status;
+}
+
+mc_status mc_error_set_server(mc_error *err, mc_status status, int32_t number, uint8_t state,
+                              uint8_t severity, const char *message, const char *server,
+                              const char *procedure, uint32_t line) {
+  if (err == NULL) return status;
+  const char *text = message != NULL ? message : "";
+  const char *proc = procedure != NULL ? procedure : "";
+  const char *lead = status == MC_ELOGIN ? "login failed: " : "";
+  if (proc[0] != '\0') {
+    mc_error_set(err, status, "%s[%d] %s (procedure %s, line %u)", lead, (int)number, text, proc,
+                 (unsigned)line);
+  } else {
+    mc_error_set(err, status, "%s[%d] %s", lead, (int)number, text);
+  }
+  mc_server_error *s = &err->server;
+  s->number = number;
+  s->state = state;
+  s->severity = severity;
+  s->line = line;
+  snprintf(s->message, sizeof s->message, "%s", text);
+  snprintf(s->server, sizeof s->server, "%s", server != NULL ? server : "");
+  snprintf(s->procedure, sizeof s->procedure, "%s", proc);
+  err->has_server = true;
   return status;
 }
 
@@ -32,6 +59,9 @@ const char *mc_status_name(mc_status status) {
     case MC_ESERVER: return "ESERVER";
     case MC_ETLS: return "ETLS";
     case MC_ECLOSED: return "ECLOSED";
+    case MC_EUNSUPPORTED: return "EUNSUPPORTED";
+    case MC_ELOGIN: return "ELOGIN";
+    case MC_STATUS_COUNT: break;
   }
   return "UNKNOWN";
 }

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from mssql_cdc.cli import stream_command
-from mssql_cdc.errors import MssqlCdcError
+from mssql_cdc.errors import MssqlCdcError, find_error, find_error_in_text
 
 __all__ = ["build_parser", "main"]
 
@@ -90,25 +89,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except Exception as exc:
         # Spark wraps a failure of the source or the sink in its own exceptions, with a long
-        # JVM trace; the line that names our error is what a user needs.
-        cause = _our_error_line(str(exc))
+        # JVM trace; the error of ours inside is what a user needs (mssql_cdc.errors finds it).
+        cause = find_error(exc)
         if cause is None:
             raise
         print(f"mssql-cdc {args.command}: {cause}", file=sys.stderr)
         return 1
 
 
-_OUR_ERROR = re.compile(
-    r"mssql_cdc\.errors\.(\w+): (.+)|(?:^|\s)(ValueError|PermissionError): (.+)", re.MULTILINE
-)
-
-
 def _our_error_line(text: str) -> str | None:
     """``"LoginError: [18456] Login failed ..."`` from a Spark exception's text, if it holds
     one of mssql_cdc's errors (or a ValueError / PermissionError raised by our code)."""
-    match = _OUR_ERROR.search(text)
-    if match is None:
-        return None
-    name = match.group(1) or match.group(3)
-    message = (match.group(2) or match.group(4)).strip()
-    return f"{name}: {message}"
+    found = find_error_in_text(text)
+    return None if found is None else str(found)

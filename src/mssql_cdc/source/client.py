@@ -1,10 +1,11 @@
 """The CDC client: the queries the data sources send, over the native TDS client.
 
 One :class:`CdcClient` wraps one connection, opened lazily and never pickled. The driver keeps
-one for the life of a query (planning, offsets); every task opens its own. Errors are
-translated at this seam: an Arrow read error (``OSError`` with the native status) becomes the
-:mod:`mssql_cdc.errors` class it stands for, and a missing SELECT permission (229) becomes a
-``PermissionError`` holding the exact GRANT (:func:`permission_error`).
+one for the life of a query (planning, offsets); every task opens its own. The native client
+raises the :mod:`mssql_cdc.errors` classes itself, also while rows are read (results are read
+through ``Result.reader()``, not pyarrow's C stream import, whose failures are ``OSError``
+text); a missing SELECT permission (229) becomes a ``PermissionError`` holding the exact GRANT
+(:func:`permission_error`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,7 @@ import pyarrow as pa
 
 from mssql_cdc import _native
 from mssql_cdc._native import Lsn
-from mssql_cdc.errors import (
-    ConnectionLostError,
-    ProtocolError,
-    SqlServerError,
-    SqlTimeoutError,
-)
+from mssql_cdc.errors import SqlServerError
 from mssql_cdc.options import ReaderOptions
 
 __all__ = [
@@ -35,13 +31,11 @@ __all__ = [
     "Commit",
     "permission_error",
     "quote_name",
-    "translate",
 ]
 
 log = logging.getLogger("mssql_cdc.source")
 
 PERMISSION_DENIED = 229
-_STATUS = re.compile(r"^(E[A-Z]+):\s*(?:\[(\d+)\])?\s*(.*)$", re.S)
 
 
 @dataclass(frozen=True)
@@ -105,25 +99,6 @@ def permission_error(options: ReaderOptions, capture_instance: str, cause: str) 
     )
 
 
-def translate(exc: BaseException) -> BaseException:  # noqa: PLR0911 (a dispatch over statuses)
-    """The :mod:`mssql_cdc.errors` exception an Arrow read error stands for (else ``exc``)."""
-    if not isinstance(exc, OSError) or isinstance(exc, SqlServerError):
-        return exc
-    match = _STATUS.match(str(exc))
-    if match is None:
-        return exc
-    status, number, text = match.groups()
-    if status == "ESERVER":
-        return SqlServerError(text, number=int(number) if number else None)
-    if status in ("ECLOSED", "EIO"):
-        return ConnectionLostError(text)
-    if status == "ETIMEOUT":
-        return SqlTimeoutError(text)
-    if status == "EPROTO":
-        return ProtocolError(text)
-    return exc
-
-
 def _lsn(value: object) -> Lsn | None:
     if value is None:
         return None
@@ -165,11 +140,8 @@ class CdcClient:
                 access_token=o.access_token,
                 login_timeout=float(o.connect_timeout) if o.connect_timeout else None,
             )
-            try:
-                for statement in self.setup:
-                    self._conn.execute(statement)
-            except OSError as exc:
-                raise translate(exc) from exc
+            for statement in self.setup:
+                self._conn.execute(statement)
         return self._conn
 
     def close(self) -> None:
@@ -189,29 +161,17 @@ class CdcClient:
 
     def table(self, sql: str, params: Sequence[_native.Param] | None = None) -> pa.Table:
         """Run ``sql`` and read its whole (small) result."""
-        try:
-            return pa.table(self.connection.execute(sql, params))
-        except OSError as exc:
-            raise translate(exc) from exc
+        return self.connection.execute(sql, params).reader().read_all()
 
     def batches(
         self, sql: str, params: Sequence[_native.Param] | None, batch_rows: int
     ) -> Iterator[pa.RecordBatch]:
         """Run ``sql`` and yield its result in batches of at most ``batch_rows`` rows."""
-        try:
-            reader = pa.RecordBatchReader.from_stream(
-                self.connection.execute(sql, params, batch_rows=batch_rows)
-            )
-            yield from reader
-        except OSError as exc:
-            raise translate(exc) from exc
+        yield from self.connection.execute(sql, params, batch_rows=batch_rows)
 
     def scalar(self, sql: str, params: Sequence[_native.Param] | None = None) -> object:
         """Run ``sql`` and return the first column of its first row."""
-        try:
-            return self.connection.scalar(sql, params)
-        except OSError as exc:
-            raise translate(exc) from exc
+        return self.connection.scalar(sql, params)
 
     # --- LSNs and commits ---
 

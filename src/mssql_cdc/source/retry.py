@@ -6,7 +6,8 @@ three times, waiting 1, 3 and 9 seconds (about 14 s in all), each with a WARNING
 error in the same call: the same credentials logged in moments before, so the server is failing
 over (SQL Server refuses logins to a database that is not yet online); a first login refused
 is raised at once (a wrong password is not retried). ``DataLossError``, ``SchemaChangedError``,
-``ValueError`` and ``PermissionError`` (and any other error) are raised at once. Task reads
+``UnsupportedDataError`` (a data type or code page the client does not decode: not a corrupt
+stream), ``ValueError`` and ``PermissionError`` (and any other error) are raised at once. Task reads
 are not retried here: Spark retries a failed task.
 """
 
