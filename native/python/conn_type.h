@@ -25,8 +25,8 @@ PyObject *mc_py_result_new(ConnectionObject *owner, int has_rows, int64_t rows_a
 /* The capsule destructor of an "arrow_array_stream" capsule: releases and frees the stream. */
 void mc_py_stream_capsule_destructor(PyObject *capsule);
 
-/* pyarrow.RecordBatchReader (borrowed for good after the first call), or NULL with an
- * exception set. */
+/* The attribute name of the pyarrow module ("RecordBatchReader", "Schema", ...): a borrowed
+ * reference the module keeps alive, or NULL with an exception set. */
 PyObject *mc_py_pyarrow_attr(const char *name);
 
 /* params.c */
