@@ -94,7 +94,7 @@ def run_cleanup_job(state: CdcState, retention_minutes: int | None = None) -> in
     for instance in list(state.instances.values()):
         try:
             deleted += _delete_below(state, instance, state.threshold)
-        except Exception:  # a failure on one table does not stop the others [D-ADMIN]
+        except Exception:  # a failure on one table does not stop the others
             log.exception("cleanup of %s failed", instance.change_table)
     _trim_mapping(state)
     log.info("cleanup: low watermark %s, %d change rows deleted", watermark.hex(), deleted)

@@ -12,7 +12,7 @@ The model is a small part of SQL Server's:
   a caller may read a capture instance when it is sysadmin or ``db_owner``, or when it has
   SELECT on the source table and on the change data (the ``cdc`` schema or the change table)
   and, if the instance has a gating role (``@role_name``), is a member of it. Otherwise the
-  query functions raise 229 and ``fn_cdc_get_min_lsn`` returns the zero LSN [D-MIN].
+  query functions raise 229 and ``fn_cdc_get_min_lsn`` returns the zero LSN.
   ``sys.sp_cdc_enable_table`` creates the gating role if it does not exist (its reference page).
 """
 
