@@ -14,7 +14,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 FUZZ_SECONDS ?= 20
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= --durations=25
 CLANG_FORMAT ?= clang-format
 C_FILES = $(shell git ls-files 'native/*.c' 'native/*.h' 2>/dev/null || find native -name '*.[ch]')
 
