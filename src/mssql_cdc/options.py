@@ -1,46 +1,365 @@
-"""The data sources' options: names, defaults, validation (docs/data-sources.md#options).
+"""The data sources' options: one declaration per option (docs/data-sources.md#options).
 
-Spark hands a data source its options as strings under lower-cased names; users pass them in
-any case. :func:`parse_options` turns them into a frozen :class:`ReaderOptions` once, on the
-driver, so every module reads typed values and no option is parsed twice.
+Each option is declared once, as a field of :class:`ReaderOptions`: its attribute name and type
+(the annotation), its documented name, its value kind (how the text is read and what is
+allowed, :mod:`mssql_cdc.option_kinds`), its default, which source reads it and its doc line.
+:data:`OPTIONS` collects the declarations; :func:`parse_options`, the error messages, the
+docs' Options table (:func:`markdown_table`, ``scripts/options_table.py``) and the tests are
+driven by it. ``SourceOptions`` (a ``TypedDict`` for type checkers) lists the same names; a
+test keeps the two equal.
 
-Rules: names match ignoring case; an unknown name is warned about once per process (logger
-``mssql_cdc.options``); booleans are ``true/1/yes/y`` or ``false/0/no/n`` in any case; counts
-are integers of at least 1; a bad value is a ``ValueError`` naming the option, the value and
-what is allowed. ``password``, ``accessToken`` and the connection string (which may hold
-``PWD=``) never appear in a ``repr``, a log line or an error message.
+Rules: names match ignoring case (Spark lower-cases them); an unknown name is warned about once
+per process (logger ``mssql_cdc.options``); a bad value is a ``ValueError`` naming the option,
+the value and what is allowed; the secrets (``password``, ``accessToken`` and the connection
+string, which may hold ``PWD=``) never appear in a ``repr``, a log line or an error message. An
+option accepted for compatibility that has no effect yet is declared ``inert``: giving it logs
+a WARNING once per process, and the docs say so; no option silently does nothing.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
-import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, TypedDict
+from typing import Any, Generic, Literal, TypedDict, TypeVar, cast, overload
 
 from mssql_cdc._native import Lsn
-from mssql_cdc._timezones import windows_to_iana
+from mssql_cdc.option_kinds import (
+    BOOL,
+    CAPTURE_INSTANCE,
+    LSN,
+    OPTIONAL_TEXT,
+    SNAPSHOT_CHUNKS,
+    SNAPSHOT_KEYS,
+    STARTING_LSN,
+    TEXT,
+    TIME_ZONE,
+    Kind,
+    RefusedError,
+    StartingLsn,
+    choice,
+    count,
+    count_or_auto,
+    non_negative,
+)
 
 __all__ = [
+    "MAX_NUM_PARTITIONS",
+    "OPTIONS",
     "OPTION_NAMES",
+    "Option",
     "ReaderOptions",
     "SourceOptions",
+    "markdown_table",
     "parse_options",
 ]
 
 log = logging.getLogger("mssql_cdc.options")
 
+T = TypeVar("T")
+ReadBy = Literal["both", "stream", "snapshot"]
+Isolation = Literal["readCommitted", "snapshot"]
+SchemaChangePolicy = Literal["classify", "fail"]
+
+#: at most how many ranges one batch is split into (each is a task and a SQL Server connection)
+MAX_NUM_PARTITIONS = 4096
+_KEY = "mssql_cdc.option"
+_POLICY: Kind[SchemaChangePolicy] = choice("classify", "fail")
+_ISOLATION: Kind[Isolation] = choice("readCommitted", "snapshot")
+
+
+@dataclass(frozen=True)
+class Option(Generic[T]):
+    """One option's declaration (see the module doc).
+
+    Attributes:
+        name: the documented spelling (matched ignoring case).
+        kind: how the value is read and what is allowed.
+        default_doc: the default as the docs table shows it (``required`` when required).
+        read_by: which data source reads it.
+        doc: the docs table's line (Markdown).
+        required: a blank or missing value is ``Option '<name>' is required``.
+        secret: never shown in a ``repr``, a log line or an error.
+        inert: why the option has no effect yet (a WARNING when given); ``None``: in effect.
+        attr: the :class:`ReaderOptions` attribute holding the parsed value.
+    """
+
+    name: str
+    kind: Kind[T]
+    default_doc: str
+    read_by: ReadBy
+    doc: str
+    required: bool = False
+    secret: bool = False
+    inert: str | None = None
+    attr: str = ""
+
+    def refuse(self, value: str) -> ValueError:
+        """The error for ``value``, naming the option and what is allowed."""
+        shown = "<hidden>" if self.secret else repr(value)
+        allowed = self.kind.allowed
+        return ValueError(f"Option {self.name!r} has the value {shown}; allowed: {allowed}")
+
+
+@overload
+def _option(
+    name: str,
+    kind: Kind[T],
+    *,
+    default: T,
+    default_doc: str,
+    read_by: ReadBy,
+    doc: str,
+    secret: bool = False,
+    inert: str | None = None,
+) -> T: ...
+@overload
+def _option(
+    name: str,
+    kind: Kind[T],
+    *,
+    default: None,
+    default_doc: str,
+    read_by: ReadBy,
+    doc: str,
+    secret: bool = False,
+    inert: str | None = None,
+) -> T | None: ...
+def _option(
+    name: str,
+    kind: Kind[T],
+    *,
+    default: T | None,
+    default_doc: str,
+    read_by: ReadBy,
+    doc: str,
+    secret: bool = False,
+    inert: str | None = None,
+) -> T | None:
+    """A field declaring one option (the arguments are :class:`Option`'s attributes)."""
+    spec = Option(name, kind, default_doc, read_by, doc, secret=secret, inert=inert)
+    return field(default=default, repr=not secret, metadata={_KEY: spec})
+
+
+def _required(name: str, kind: Kind[T], *, read_by: ReadBy, doc: str, secret: bool = False) -> T:
+    """A field declaring a required option (no default; blank is refused)."""
+    spec = Option(name, kind, "required", read_by, doc, required=True, secret=secret)
+    return cast(T, field(repr=not secret, metadata={_KEY: spec}))
+
+
+@dataclass(frozen=True)
+class ReaderOptions:
+    """The parsed options, one field per option (the declaration); secrets are left out of
+    ``repr``. Built by :func:`parse_options`."""
+
+    connection_string: str = _required(
+        "connectionString",
+        TEXT,
+        read_by="both",
+        secret=True,
+        doc="ODBC-style string for the native client (see [native-client.md](native-client.md))",
+    )
+    capture_instance: str = _required(
+        "captureInstance",
+        CAPTURE_INSTANCE,
+        read_by="both",
+        doc="the capture instance; its table's newer instance is followed from its `start_lsn`",
+    )
+    user: str | None = _option(
+        "user",
+        TEXT,
+        default=None,
+        default_doc="from the connection string",
+        read_by="both",
+        doc="SQL login, kept out of the connection string",
+    )
+    password: str | None = _option(
+        "password",
+        TEXT,
+        default=None,
+        default_doc="from the connection string",
+        read_by="both",
+        secret=True,
+        doc="the SQL login's password (`stream()` moves a `PWD=` of the connection string here)",
+    )
+    access_token: str | None = _option(
+        "accessToken",
+        TEXT,
+        default=None,
+        default_doc="none",
+        read_by="both",
+        secret=True,
+        doc="Microsoft Entra ID access token",
+    )
+    connect_timeout: int = _option(
+        "connectTimeout",
+        non_negative(),
+        default=30,
+        default_doc="`30`",
+        read_by="both",
+        doc="login timeout, seconds",
+    )
+    lock_timeout_ms: int | None = _option(
+        "lockTimeoutMs",
+        non_negative(),
+        default=None,
+        default_doc="unset (wait)",
+        read_by="snapshot",
+        doc="`SET LOCK_TIMEOUT` on every connection that reads the table, planning included "
+        "(error 1222 when passed)",
+    )
+    source_time_zone: str = _option(
+        "sourceTimeZone",
+        TIME_ZONE,
+        default="auto",
+        default_doc="`auto`",
+        read_by="both",
+        doc="the server clock: `auto` = `CURRENT_TIMEZONE_ID()` (else the current UTC offset, "
+        "with a WARNING), or a Windows zone name",
+    )
+    columns: str | None = _option(
+        "columns",
+        OPTIONAL_TEXT,
+        default=None,
+        default_doc="inferred",
+        read_by="both",
+        doc="Spark DDL of the captured columns to read (`id INT, amount DECIMAL(18,2)`)",
+    )
+    include_command_id: bool = _option(
+        "includeCommandId",
+        BOOL,
+        default=True,
+        default_doc="`true`",
+        read_by="both",
+        doc="read `__$command_id` into `_command_id`",
+    )
+    starting_lsn: StartingLsn = _option(
+        "startingLsn",
+        STARTING_LSN,
+        default="earliest",
+        default_doc="`earliest`",
+        read_by="stream",
+        doc="new checkpoints only: `earliest`, `latest`, or an LSN taken as already processed",
+    )
+    max_commits_per_batch: int | None = _option(
+        "maxCommitsPerBatch",
+        count(),
+        default=None,
+        default_doc="unlimited",
+        read_by="stream",
+        doc="commits per micro-batch; Spark 4.2+, no effect (one WARNING per query) on 4.0/4.1, "
+        "see [compatibility.md](compatibility.md)",
+    )
+    num_partitions: int | None = _option(
+        "numPartitions",
+        count_or_auto(MAX_NUM_PARTITIONS),
+        default=None,
+        default_doc="`auto`",
+        read_by="both",
+        doc="at most this many ranges, each on its own connection; `auto` = the registering "
+        "session's cores",
+    )
+    arrow_batch_size: int = _option(
+        "arrowBatchSize",
+        count(),
+        default=10000,
+        default_doc="`10000`",
+        read_by="both",
+        doc="rows per Arrow batch",
+    )
+    fail_on_data_loss: bool = _option(
+        "failOnDataLoss",
+        BOOL,
+        default=True,
+        default_doc="`true`",
+        read_by="stream",
+        doc="`false` skips purged changes with a WARNING and a `data_skipped` event",
+    )
+    schema_change_policy: SchemaChangePolicy = _option(
+        "schemaChangePolicy",
+        _POLICY,
+        default="classify",
+        default_doc="`classify`",
+        read_by="stream",
+        doc="**no effect yet**: accepted for compatibility (a WARNING when given); will decide "
+        "what DDL inside a batch does: `classify` fails only on a column type the query's "
+        "type cannot hold, `fail` on any DDL",
+        inert="DDL inside a batch is not detected yet, so neither `classify` nor `fail` "
+        "changes what a batch does",
+    )
+    metrics_path: str | None = _option(
+        "metricsPath",
+        OPTIONAL_TEXT,
+        default=None,
+        default_doc="none",
+        read_by="stream",
+        doc="directory for per-partition metrics and event files (`mssql_cdc._metrics`)",
+    )
+    snapshot_lsn: Lsn | None = _option(
+        "snapshotLsn",
+        LSN,
+        default=None,
+        default_doc="`max_lsn` before the read",
+        read_by="snapshot",
+        doc="LSN stamped on snapshot rows",
+    )
+    snapshot_chunks: tuple[tuple[int, object, object], ...] | None = _option(
+        "snapshotChunks",
+        SNAPSHOT_CHUNKS,
+        default=None,
+        default_doc="none",
+        read_by="snapshot",
+        doc="read only these `[chunk, lo, hi]` key ranges (`lo` inclusive, `hi` exclusive, a "
+        "scalar or a list for a composite key, `null` = open), one partition each, and add "
+        "`_chunk INT`; with `metricsPath` each chunk writes `chunk-<i>.json` (rows, bytes, "
+        "seconds, `max_lsn` after its read)",
+    )
+    snapshot_keys: tuple[str, ...] | None = _option(
+        "snapshotKeys",
+        SNAPSHOT_KEYS,
+        default=None,
+        default_doc="the capture instance's unique index",
+        read_by="snapshot",
+        doc="key columns for ranges and chunk bounds",
+    )
+    isolation_level: Isolation = _option(
+        "isolationLevel",
+        _ISOLATION,
+        default="readCommitted",
+        default_doc="`readCommitted`",
+        read_by="snapshot",
+        doc="the snapshot read's isolation level; never NOLOCK",
+    )
+    #: option names given that no source reads (as given); not an option
+    unknown: tuple[str, ...] = ()
+
+
+def _declared() -> tuple[Option[Any], ...]:
+    out = []
+    for f in dataclasses.fields(ReaderOptions):
+        spec = f.metadata.get(_KEY)
+        if spec is not None:
+            out.append(dataclasses.replace(spec, attr=f.name))
+    return tuple(out)
+
+
+#: every option, in declaration order
+OPTIONS: tuple[Option[Any], ...] = _declared()
+#: documented spellings, by lower-cased name
+OPTION_NAMES: dict[str, str] = {o.name.lower(): o.name for o in OPTIONS}
+_BY_NAME: dict[str, Option[Any]] = {o.name.lower(): o for o in OPTIONS}
+
 
 class SourceOptions(TypedDict, total=False):
     """Every option of ``format("mssql_cdc")`` and ``format("mssql_cdc_snapshot")`` in its
-    documented spelling, all values strings (as Spark passes them). Only ``connectionString``
-    and ``captureInstance`` are required."""
+    documented spelling, all values strings (as Spark passes them), for type checkers. Only
+    ``connectionString`` and ``captureInstance`` are required. (The declaration is
+    :class:`ReaderOptions`; a test keeps these names equal to it.)"""
 
-    captureInstance: str
     connectionString: str
+    captureInstance: str
     user: str
     password: str
     accessToken: str
@@ -62,180 +381,20 @@ class SourceOptions(TypedDict, total=False):
     isolationLevel: str
 
 
-#: documented spellings, by lower-cased name
-OPTION_NAMES: dict[str, str] = {name.lower(): name for name in SourceOptions.__annotations__}
-_SECRETS = frozenset({"password", "accesstoken", "connectionstring"})
-_TRUE = frozenset({"true", "1", "yes", "y"})
-_FALSE = frozenset({"false", "0", "no", "n"})
-_MAX_INSTANCE_NAME = 100
-
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
-StartingLsn = Literal["earliest", "latest"] | Lsn
-Isolation = Literal["readCommitted", "snapshot"]
-SchemaChangePolicy = Literal["classify", "fail"]
 
-
-@dataclass(frozen=True)
-class ReaderOptions:
-    """The parsed options (see :func:`parse_options`); secrets are left out of ``repr``."""
-
-    capture_instance: str
-    connection_string: str = field(repr=False)
-    user: str | None = None
-    password: str | None = field(default=None, repr=False)
-    access_token: str | None = field(default=None, repr=False)
-    connect_timeout: int = 30
-    lock_timeout_ms: int | None = None
-    #: ``"auto"`` or a Windows time zone name (validated)
-    source_time_zone: str = "auto"
-    columns: str | None = None
-    include_command_id: bool = True
-    starting_lsn: StartingLsn = "earliest"
-    max_commits_per_batch: int | None = None
-    #: ``None`` = auto (the registering session's cores)
-    num_partitions: int | None = None
-    arrow_batch_size: int = 10000
-    fail_on_data_loss: bool = True
-    schema_change_policy: SchemaChangePolicy = "classify"
-    metrics_path: str | None = None
-    snapshot_lsn: Lsn | None = None
-    snapshot_chunks: tuple[tuple[int, object, object], ...] | None = None
-    snapshot_keys: tuple[str, ...] | None = None
-    isolation_level: Isolation = "readCommitted"
-    #: option names given that no source reads (documented spelling as given)
-    unknown: tuple[str, ...] = ()
-
-
-def _bad(name: str, value: str, allowed: str) -> ValueError:
-    shown = "<hidden>" if name.lower() in _SECRETS else repr(value)
-    return ValueError(f"Option {name!r} has the value {shown}; allowed: {allowed}")
-
-
-def parse_bool(name: str, value: str) -> bool:
-    """A strict boolean: ``true/1/yes/y`` or ``false/0/no/n``, any case."""
-    lowered = value.strip().lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    raise _bad(name, value, "true, false, 1, 0, yes, no, y or n (any case)")
-
-
-_INT32_MAX = 2**31 - 1
-#: at most how many ranges one batch is split into (each is a task and a SQL Server connection)
-MAX_NUM_PARTITIONS = 4096
-_DIGITS = re.compile(r"\+?[0-9]{1,10}")  # ASCII digits only; int32 range is checked below
-
-
-def _whole_number(value: str) -> int | None:
-    text = value.strip()
-    return int(text) if _DIGITS.fullmatch(text) else None
-
-
-def parse_count(name: str, value: str, maximum: int = _INT32_MAX) -> int:
-    """An integer from 1 to ``maximum`` (ASCII digits)."""
-    number = _whole_number(value)
-    if number is None or not 1 <= number <= maximum:
-        raise _bad(name, value, f"an integer from 1 to {maximum}")
-    return number
-
-
-def parse_non_negative(name: str, value: str, maximum: int = _INT32_MAX) -> int:
-    """An integer from 0 to ``maximum`` (ASCII digits)."""
-    number = _whole_number(value)
-    if number is None or number > maximum:
-        raise _bad(name, value, f"an integer from 0 to {maximum}")
-    return number
-
-
-def parse_lsn(name: str, value: str) -> Lsn:
-    """An LSN: ``0x`` optional, up to 20 hex digits (left-padded)."""
-    try:
-        return Lsn.parse(value.strip())
-    except ValueError:
-        raise _bad(name, value, "an LSN such as 0x0000002A000001F40003") from None
-
-
-def _capture_instance(value: str) -> str:
-    if not value.strip():
-        raise _bad("captureInstance", value, "a capture instance name")
-    if len(value) > _MAX_INSTANCE_NAME or "]" in value or any(ord(ch) < 32 for ch in value):
-        raise _bad(
-            "captureInstance",
-            value,
-            "a capture instance name of at most 100 characters without ']' or control characters",
-        )
-    return value
-
-
-def _starting_lsn(value: str) -> StartingLsn:
-    lowered = value.strip().lower()
-    if lowered == "earliest":
-        return "earliest"
-    if lowered == "latest":
-        return "latest"
-    try:
-        return Lsn.parse(value.strip())
-    except ValueError:
-        raise _bad(
-            "startingLsn", value, "earliest, latest, or an LSN such as 0x0000002A000001F40003"
-        ) from None
-
-
-def _json_list(name: str, value: str) -> list[object]:
-    try:
-        parsed = json.loads(value)
-    except (ValueError, RecursionError):  # RecursionError: absurdly nested input
-        parsed = None
-    if not isinstance(parsed, list):
-        raise _bad(name, value, "a JSON list")
-    return parsed
-
-
-def _snapshot_chunks(value: str) -> tuple[tuple[int, object, object], ...]:
-    allowed = "a JSON list of [chunk, lo, hi] (lo inclusive, hi exclusive, null = open)"
-    chunks = []
-    for item in _json_list("snapshotChunks", value):
-        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], int)):
-            raise _bad("snapshotChunks", value, allowed)
-        chunks.append((item[0], item[1], item[2]))
-    return tuple(chunks)
-
-
-def _snapshot_keys(value: str) -> tuple[str, ...]:
-    keys = _json_list("snapshotKeys", value)
-    if not keys or not all(isinstance(k, str) and k for k in keys):
-        raise _bad("snapshotKeys", value, 'a non-empty JSON list of column names, e.g. ["id"]')
-    return tuple(str(k) for k in keys)
-
-
-def _choice(name: str, value: str, choices: tuple[str, ...]) -> str:
-    for choice in choices:
-        if value.strip().lower() == choice.lower():
-            return choice
-    raise _bad(name, value, " or ".join(choices) + " (any case)")
-
-
-def _time_zone(value: str) -> str:
-    if value.strip().lower() == "auto":
-        return "auto"
-    try:
-        windows_to_iana(value)
-    except ValueError:
-        raise _bad(
-            "sourceTimeZone",
-            value,
-            "auto, or a Windows time zone name such as 'UTC' or 'Pacific Standard Time'",
-        ) from None
-    return value.strip()
+def _first_time(keys: list[str]) -> list[str]:
+    """The ``keys`` not warned about before in this process (case-insensitive), now marked."""
+    with _warned_lock:
+        fresh = [k for k in keys if k.lower() not in _warned]
+        _warned.update(k.lower() for k in fresh)
+    return fresh
 
 
 def _warn_unknown(names: list[str]) -> None:
-    with _warned_lock:
-        fresh = [n for n in names if n.lower() not in _warned]
-        _warned.update(n.lower() for n in fresh)
+    fresh = _first_time(names)
     if fresh:
         log.warning(
             "mssql_cdc ignores unknown option(s) %s; known options: %s",
@@ -244,11 +403,20 @@ def _warn_unknown(names: list[str]) -> None:
         )
 
 
-def parse_options(raw: Mapping[str, str]) -> ReaderOptions:  # noqa: PLR0912, PLR0915 (one branch per option)
+def _warn_inert(spec: Option[Any]) -> None:
+    if spec.inert is not None and _first_time([f"inert:{spec.name}"]):
+        log.warning(
+            "option %s is accepted for compatibility and has no effect yet: %s",
+            spec.name,
+            spec.inert,
+        )
+
+
+def parse_options(raw: Mapping[str, str]) -> ReaderOptions:
     """Validate ``raw`` (any mapping of option names to strings) into :class:`ReaderOptions`.
 
-    Runs on the driver, once per data source instance (and in tests). Unknown names are
-    warned about once per process.
+    Runs on the driver, once per data source instance (and in tests). Unknown names, and
+    options that have no effect yet, are warned about once per process.
 
     Raises
     ------
@@ -259,64 +427,42 @@ def parse_options(raw: Mapping[str, str]) -> ReaderOptions:  # noqa: PLR0912, PL
     given: dict[str, str] = {}
     unknown: list[str] = []
     for key, value in raw.items():
-        canonical = OPTION_NAMES.get(key.lower())
-        if canonical is None:
+        spec = _BY_NAME.get(key.lower())
+        if spec is None:
             unknown.append(key)
         else:
-            given[canonical] = "" if value is None else str(value)
+            given[spec.name] = "" if value is None else str(value)
     if unknown:
         _warn_unknown(unknown)
-    for required in ("connectionString", "captureInstance"):
-        if not given.get(required, "").strip():
-            raise ValueError(f"Option {required!r} is required")
-    kwargs: dict[str, object] = {
-        "capture_instance": _capture_instance(given["captureInstance"]),
-        "connection_string": given["connectionString"],
-        "unknown": tuple(sorted(unknown)),
-    }
-    for name, attr in (("user", "user"), ("password", "password"), ("accessToken", "access_token")):
-        if name in given:
-            kwargs[attr] = given[name]
-    if "connectTimeout" in given:
-        kwargs["connect_timeout"] = parse_non_negative("connectTimeout", given["connectTimeout"])
-    if "lockTimeoutMs" in given:
-        kwargs["lock_timeout_ms"] = parse_non_negative("lockTimeoutMs", given["lockTimeoutMs"])
-    if "sourceTimeZone" in given:
-        kwargs["source_time_zone"] = _time_zone(given["sourceTimeZone"])
-    if given.get("columns", "").strip():
-        kwargs["columns"] = given["columns"].strip()
-    if "includeCommandId" in given:
-        kwargs["include_command_id"] = parse_bool("includeCommandId", given["includeCommandId"])
-    if "startingLsn" in given:
-        kwargs["starting_lsn"] = _starting_lsn(given["startingLsn"])
-    if "maxCommitsPerBatch" in given:
-        kwargs["max_commits_per_batch"] = parse_count(
-            "maxCommitsPerBatch", given["maxCommitsPerBatch"]
+    for spec in OPTIONS:
+        if spec.required and not given.get(spec.name, "").strip():
+            raise ValueError(f"Option {spec.name!r} is required")
+    values: dict[str, Any] = {"unknown": tuple(sorted(unknown))}
+    for spec in OPTIONS:
+        if spec.name not in given:
+            continue
+        text = given[spec.name]
+        try:
+            values[spec.attr] = spec.kind.parse(text)
+        except RefusedError:
+            raise spec.refuse(text) from None
+        _warn_inert(spec)
+    return ReaderOptions(**values)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def markdown_table() -> str:
+    """The docs' Options table (docs/data-sources.md), one row per declared option."""
+    lines = [
+        "| Option | Default | Allowed | Read by | Meaning |",
+        "|---|---|---|---|---|",
+    ]
+    for o in OPTIONS:
+        lines.append(
+            f"| `{o.name}` | {_cell(o.default_doc)} | {_cell(o.kind.allowed)} | {o.read_by} | "
+            f"{_cell(o.doc)} |"
         )
-    if "numPartitions" in given and given["numPartitions"].strip().lower() != "auto":
-        text = given["numPartitions"]
-        number = _whole_number(text)
-        if number is None or not 1 <= number <= MAX_NUM_PARTITIONS:
-            raise _bad("numPartitions", text, f"auto or an integer from 1 to {MAX_NUM_PARTITIONS}")
-        kwargs["num_partitions"] = number
-    if "arrowBatchSize" in given:
-        kwargs["arrow_batch_size"] = parse_count("arrowBatchSize", given["arrowBatchSize"])
-    if "failOnDataLoss" in given:
-        kwargs["fail_on_data_loss"] = parse_bool("failOnDataLoss", given["failOnDataLoss"])
-    if "schemaChangePolicy" in given:
-        kwargs["schema_change_policy"] = _choice(
-            "schemaChangePolicy", given["schemaChangePolicy"], ("classify", "fail")
-        )
-    if given.get("metricsPath", "").strip():
-        kwargs["metrics_path"] = given["metricsPath"].strip()
-    if "snapshotLsn" in given:
-        kwargs["snapshot_lsn"] = parse_lsn("snapshotLsn", given["snapshotLsn"])
-    if "snapshotChunks" in given:
-        kwargs["snapshot_chunks"] = _snapshot_chunks(given["snapshotChunks"])
-    if "snapshotKeys" in given:
-        kwargs["snapshot_keys"] = _snapshot_keys(given["snapshotKeys"])
-    if "isolationLevel" in given:
-        kwargs["isolation_level"] = _choice(
-            "isolationLevel", given["isolationLevel"], ("readCommitted", "snapshot")
-        )
-    return ReaderOptions(**kwargs)  # type: ignore[arg-type]
+    return "\n".join(lines) + "\n"

@@ -3,7 +3,7 @@ once (docs/streaming.md).
 
 Runs on the driver. ``to_delta`` checks its arguments, resolves the metrics directory, takes or
 finds the bootstrap snapshot when asked, then starts ``readStream.format("mssql_cdc")`` written
-through ``foreachBatch(delta_sink(...))`` and returns the ``StreamingQuery`` without waiting.
+through ``foreachBatch`` into the Delta sink and returns the ``StreamingQuery`` without waiting.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from mssql_cdc._metrics import metrics_dir
 from mssql_cdc.connection_string import move_password
 from mssql_cdc.options import ReaderOptions, SourceOptions, parse_options
 from mssql_cdc.pipeline.arguments import check_trigger, copy_options, path_argument, text_argument
 from mssql_cdc.pipeline.locations import check_checkpoint, resolve_metrics_path
 from mssql_cdc.pipeline.platform import detect_platform
-from mssql_cdc.sink import delta_sink
-from mssql_cdc.sink.identity import check_facts_not_target, check_one_target
-from mssql_cdc.sink.tables import table_ref
+from mssql_cdc.sink.delta import DeltaSink
+from mssql_cdc.sink.identity import check_facts_not_target, check_one_target, sink_arguments
 from mssql_cdc.source.registration import register
 
 if TYPE_CHECKING:
@@ -115,8 +115,7 @@ class CdcStream:
         """
         # Every argument is checked before anything is read or written (the bootstrap reads
         # and writes the whole table before Spark would look at the trigger or the name).
-        app = text_argument("app_id", app_id)
-        assert app is not None
+        target_ref, app, facts_ref = sink_arguments(target, app_id, facts_table)
         location = path_argument("checkpoint", checkpoint)
         name = text_argument("query_name", query_name, optional=True) or app
         if not isinstance(bootstrap, bool):
@@ -130,13 +129,14 @@ class CdcStream:
                 "bootstrap=True sets startingLsn itself (to the snapshot's LSN): remove the "
                 "startingLsn option, or pass bootstrap=False"
             )
-        target_ref = table_ref(target, "target")
-        facts_ref = None if facts_table is None else table_ref(facts_table, "facts_table")
         _check_name_free(self.spark, name)
         metrics = resolve_metrics_path(
             location, app, options.pop("metricsPath", None), has_facts=facts_ref is not None
         )
-        sink = delta_sink(target, app, facts_table, metrics_path=metrics, checkpoint=location)
+        # the sink's arguments were checked above, once (sink_arguments): built directly
+        sink = DeltaSink(
+            target_ref, app, facts_ref, None if metrics is None else metrics_dir(metrics), location
+        )
         if facts_ref is not None:  # before the bootstrap writes anything
             check_facts_not_target(self.spark, target_ref, facts_ref)
             check_one_target(self.spark, app, target_ref, facts_ref)

@@ -58,9 +58,9 @@ from mssql_cdc.sink.facts import (
     utc_now,
 )
 from mssql_cdc.sink.guard import Recorded, Verdict, check_replay, classify
-from mssql_cdc.sink.identity import check_facts_not_target, check_one_target
+from mssql_cdc.sink.identity import check_facts_not_target, check_one_target, sink_arguments
 from mssql_cdc.sink.offsets import batch_end
-from mssql_cdc.sink.tables import TableRef, columns_of, create_table, table_ref, txn_version
+from mssql_cdc.sink.tables import TableRef, columns_of, create_table, txn_version
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -109,14 +109,7 @@ def delta_sink(
             table is the target in another spelling, or when the facts table records the
             ``app_id`` writing to another target (docs/sink.md).
     """
-    if not isinstance(app_id, str):
-        raise TypeError(f"app_id must be a str, got {type(app_id).__name__}")
-    if not app_id.strip():
-        raise ValueError("app_id is empty; give the sink a stable name such as 'orders-v1'")
-    target_ref = table_ref(target, "target")
-    facts_ref = None if facts_table is None else table_ref(facts_table, "facts_table")
-    if facts_ref is not None:
-        check_facts_not_target(None, target_ref, facts_ref)
+    target_ref, app_id, facts_ref = sink_arguments(target, app_id, facts_table)
     if metrics_path is not None and not isinstance(metrics_path, str):
         raise TypeError(f"metrics_path must be a str, got {type(metrics_path).__name__}")
     if isinstance(checkpoint, os.PathLike):

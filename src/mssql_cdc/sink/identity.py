@@ -16,7 +16,34 @@ from mssql_cdc.sink.tables import TableRef, same_table, table_ref
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["check_facts_not_target", "check_one_target", "recorded_targets"]
+__all__ = [
+    "check_facts_not_target",
+    "check_one_target",
+    "recorded_targets",
+    "sink_arguments",
+]
+
+
+def sink_arguments(
+    target: str, app_id: str, facts_table: str | None
+) -> tuple[TableRef, str, TableRef | None]:
+    """The one check of a sink's identity arguments, shared by ``delta_sink`` and
+    ``CdcStream.to_delta``: ``(target, app_id, facts table or None)``, the tables parsed.
+
+    Raises:
+        TypeError: ``app_id`` is not a string, or a table is not a string.
+        ValueError: ``app_id`` or a table is empty, a table is malformed, or ``facts_table`` is
+            ``target`` in a spelling told apart without Spark.
+    """
+    if not isinstance(app_id, str):
+        raise TypeError(f"app_id must be a str, got {type(app_id).__name__}")
+    if not app_id.strip():
+        raise ValueError("app_id is empty; give the sink a stable name such as 'orders-v1'")
+    target_ref = table_ref(target, "target")
+    facts_ref = None if facts_table is None else table_ref(facts_table, "facts_table")
+    if facts_ref is not None:
+        check_facts_not_target(None, target_ref, facts_ref)
+    return target_ref, app_id, facts_ref
 
 
 def check_facts_not_target(spark: SparkSession | None, target: TableRef, facts: TableRef) -> None:
