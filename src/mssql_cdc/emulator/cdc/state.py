@@ -13,7 +13,7 @@ Behaviour follows Microsoft's docs ("About change data capture" and the referenc
   captured column ordinal (ordinal 1 = lowest bit of the last byte); inserts and deletes set
   every bit, updates the columns the UPDATE assigned;
 * at most two capture instances per source table (22962);
-* cleanup and retention live in :mod:`cleanup`; the change functions in :mod:`changefuncs`.
+* cleanup and retention live in :mod:`cleanup`; the change functions in :mod:`functions`.
 """
 
 from __future__ import annotations
