@@ -3,7 +3,7 @@
 Plain SQL goes through sqlglot (T-SQL dialect) and DuckDB after :mod:`rewrite`; what CDC needs
 is the emulator's own: every INSERT/UPDATE/DELETE on a table with a capture instance records
 its before/after images in the session's logged transaction (one seqval and command id per
-row change), and COMMIT gives the transaction its commit LSN (:mod:`~mssql_cdc.emulator.core.log`). An error stops the
+row change), and COMMIT gives the transaction its commit LSN (:mod:`core.log`). An error stops the
 batch and is returned with the results produced so far.
 """
 
@@ -118,7 +118,7 @@ def _empty_binary_literal(node: exp.Expression) -> exp.Expression:
 
 def _surrogate_constants(st: exp.Expression) -> dict[int, object]:
     """Projections of a SELECT that are constants holding a lone surrogate (``NCHAR(55296)``):
-    the engine computed NULL for them (see :func:`~mssql_cdc.emulator.core.literals.string_literal`); the value is put
+    the engine computed NULL for them (see :func:`core.literals.string_literal`); the value is put
     back into every row by its position."""
     if not isinstance(st, exp.Select):
         return {}
