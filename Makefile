@@ -3,7 +3,8 @@
 #   make setup        Debian packages, .venv, pinned dependencies, native build, Delta jars
 #   make demo         setup, then `mssql-cdc demo`: emulator + live workload -> local Delta
 #   make test         setup, lint, C tests (normal, ASan+UBSan, valgrind), fuzz smoke, pytest
-#   make lint         ruff, ruff format --check, mypy --strict, clang-format, mkdocs --strict
+#   make lint         ruff, ruff format --check, mypy --strict, the import graph (no cycle,
+#                     layers; scripts/check_imports.py), clang-format, mkdocs --strict
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS each
 #   make wheel        sdist + one binary wheel per architecture (abi3, manylinux) into dist/
 #   make wheel-check  wheel, then install it without a compiler (and the sdist) and query the emulator
@@ -36,6 +37,7 @@ lint: setup
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/ruff format --check src tests bench
 	$(VENV)/bin/mypy
+	$(PY) scripts/check_imports.py
 	$(CLANG_FORMAT) --dry-run --Werror $(C_FILES)
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir build/site
 

@@ -29,10 +29,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from mssql_cdc import _native
-from mssql_cdc.emulator.executor import BatchOutcome, result_set
-from mssql_cdc.emulator.render import render
+from mssql_cdc.emulator.core.results import BatchOutcome, result_set
+from mssql_cdc.emulator.protocol.types import scalar
 from mssql_cdc.emulator.replay import ReplayServer
-from mssql_cdc.emulator.types import scalar
+from mssql_cdc.emulator.server.render import render
 
 CACHE = Path(__file__).resolve().parent.parent / "build" / "bench"
 

@@ -13,8 +13,8 @@ import sys
 import time
 
 from mssql_cdc.emulator import Emulator
-from mssql_cdc.emulator.executor import Executor
-from mssql_cdc.emulator.render import render
+from mssql_cdc.emulator.engine.executor import Executor
+from mssql_cdc.emulator.server.render import render
 
 QUERY = (
     "SELECT * FROM cdc.fn_cdc_get_all_changes_dbo_bench(sys.fn_cdc_get_min_lsn('dbo_bench'), "

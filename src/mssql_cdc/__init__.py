@@ -1,30 +1,32 @@
 """mssql-cdc: stream SQL Server Change Data Capture into Delta Lake on Spark, exactly once.
 
-The public surface is re-exported here; see ``docs/`` for the guides. Modules that need Spark
-import it lazily, so ``import mssql_cdc`` (and the emulator) work without PySpark installed.
+The public surface is re-exported here; see ``docs/`` for the guides. Each name resolves on
+first use (PEP 562), so ``import mssql_cdc`` and importing one module of the package (the
+emulator, the CLI) load only what they need; modules that need Spark import it lazily, so all
+of this works without PySpark installed.
 """
 
 from __future__ import annotations
 
+import importlib
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
+from typing import TYPE_CHECKING
 
-from mssql_cdc._native import Lsn
-from mssql_cdc.errors import (
-    DataLossError,
-    MssqlCdcError,
-    SchemaChangedError,
-    is_data_loss,
-    is_schema_changed,
-)
-from mssql_cdc.options import SourceOptions
-from mssql_cdc.pipeline import CdcStream, stream
-from mssql_cdc.source.registration import register
+if TYPE_CHECKING:
+    from mssql_cdc._native import Lsn
+    from mssql_cdc.errors import (
+        DataLossError,
+        MssqlCdcError,
+        SchemaChangedError,
+        is_data_loss,
+        is_schema_changed,
+    )
+    from mssql_cdc.options import SourceOptions
+    from mssql_cdc.pipeline import CdcStream, stream
+    from mssql_cdc.source.registration import register
 
-try:
-    __version__ = _dist_version("mssql-cdc")
-except PackageNotFoundError:  # a source tree that was never installed
-    __version__ = "0+unknown"
+    __version__: str
 
 __all__ = [
     "CdcStream",
@@ -39,3 +41,39 @@ __all__ = [
     "register",
     "stream",
 ]
+
+#: where each public name lives
+_HOMES = {
+    "CdcStream": "mssql_cdc.pipeline",
+    "DataLossError": "mssql_cdc.errors",
+    "Lsn": "mssql_cdc._native",
+    "MssqlCdcError": "mssql_cdc.errors",
+    "SchemaChangedError": "mssql_cdc.errors",
+    "SourceOptions": "mssql_cdc.options",
+    "is_data_loss": "mssql_cdc.errors",
+    "is_schema_changed": "mssql_cdc.errors",
+    "register": "mssql_cdc.source.registration",
+    "stream": "mssql_cdc.pipeline",
+}
+
+
+def _version() -> str:
+    try:
+        return _dist_version("mssql-cdc")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
+def __getattr__(name: str) -> object:
+    if name == "__version__":
+        value: object = _version()
+    elif name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -194,7 +194,7 @@ def test_writers_deadlock_makes_one_a_victim(emulator, admin):
 
 def test_commit_times_follow_local_time_across_dst_fall_back():
     pytest.importorskip("duckdb")
-    from mssql_cdc.emulator import Emulator
+    from mssql_cdc.emulator import Emulator  # noqa: PLC0415 (after the skip: needs duckdb)
 
     with Emulator(time_zone="Pacific Standard Time") as emu, connect(emu) as conn:
         cur = conn.cursor()

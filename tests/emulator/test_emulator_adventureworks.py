@@ -18,8 +18,9 @@ import pytest
 pytds = pytest.importorskip("pytds")
 
 from mssql_cdc.emulator import DEFAULT_PASSWORD  # noqa: E402
+from mssql_cdc.emulator.__main__ import main  # noqa: E402
 from mssql_cdc.emulator.adventureworks import default_directory, parse_type, read_tables  # noqa: E402
-from mssql_cdc.emulator.types import MAX, scalar  # noqa: E402
+from mssql_cdc.emulator.protocol.types import MAX, scalar  # noqa: E402
 
 # the packaged data (or $MSSQL_CDC_ADVENTUREWORKS): missing data fails collection, never skips
 DATA = default_directory()
@@ -263,8 +264,6 @@ def test_command_line_loads_before_it_prints_ready(directory):
 
 
 def test_command_line_rejects_a_directory_without_tables_json(tmp_path, capsys):
-    from mssql_cdc.emulator.__main__ import main
-
     with pytest.raises(SystemExit) as exc:
         main(["--port", "0", "--adventureworks", str(Path(tmp_path))])
     assert exc.value.code == 2

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 pytds = pytest.importorskip("pytds")
@@ -161,8 +163,6 @@ def test_captured_columns_are_reported(cur):
 
 
 def test_commit_times_are_server_local_time(emulator, cur):
-    import datetime as dt
-
     emulator.set_clock(dt.datetime(2024, 7, 1, 12, 0, tzinfo=dt.timezone.utc))
     cur.execute("INSERT INTO dbo.orders VALUES (1, N'a', 1)")
     emulator.scan()

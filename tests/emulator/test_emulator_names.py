@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 from mssql_cdc import _native
@@ -33,8 +34,6 @@ def connect(server):
 
 
 def rows(conn, sql):
-    import pyarrow as pa
-
     result = conn.execute(sql)
     return [tuple(r.values()) for r in pa.table(result).to_pylist()] if result.has_rows else []
 
@@ -160,8 +159,6 @@ def test_datalength_of_columns_and_its_type(conn, emulator):
     # 2 UTF-16 units + 1 x 2 bytes; é is one byte in code page 1252; nchar(3) is 6 bytes
     assert got == [(6, 1, 0, 4, 6, 6, 9, 8, 16), (None,) * 9]
     result = conn.execute("SELECT DATALENGTH(a) AS a, DATALENGTH(f) AS f FROM dbo.d")
-    import pyarrow as pa
-
     schema = pa.table(result).schema
     assert schema.field("a").type == pa.int32()  # int
     assert schema.field("f").type == pa.int64()  # bigint for the (max) types

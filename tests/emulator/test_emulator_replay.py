@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytds
 
 from mssql_cdc import _native
-from mssql_cdc.emulator.database import Database
+from mssql_cdc.emulator.engine.database import Database
 from mssql_cdc.emulator.replay import ReplayServer, record
 
 QUERY = "SELECT 1 AS id, N'caf\u00e9 \U0001f600' AS name UNION ALL SELECT 2, NULL"

@@ -11,7 +11,7 @@ import pytest
 pytds = pytest.importorskip("pytds")
 
 from mssql_cdc.emulator.adventureworks import default_directory, load  # noqa: E402
-from mssql_cdc.emulator.database import Database  # noqa: E402
+from mssql_cdc.emulator.engine.database import Database  # noqa: E402
 from mssql_cdc.emulator.workload import (  # noqa: E402
     LocalSession,
     TableCounts,

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from mssql_cdc.emulator.adventureworks import default_directory
 from mssql_cdc.emulator.adventureworks import load as load_adventureworks
-from mssql_cdc.emulator.clock import Clock
-from mssql_cdc.emulator.database import DEFAULT_POLLING_INTERVAL, Database
-from mssql_cdc.emulator.server import DEFAULT_PASSWORD, EmulatorServer
-from mssql_cdc.emulator.tls import Certificate
+from mssql_cdc.emulator.core.clock import Clock, windows_to_iana
+from mssql_cdc.emulator.engine.database import DEFAULT_POLLING_INTERVAL, Database
+from mssql_cdc.emulator.protocol.tls import Certificate
+from mssql_cdc.emulator.server.server import DEFAULT_PASSWORD, EmulatorServer
 
 __all__ = ["main"]
 
@@ -129,8 +129,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.addHandler(handler)
     log.setLevel(args.log_level.upper())
     try:
-        from mssql_cdc.emulator.clock import windows_to_iana
-
         windows_to_iana(args.time_zone)
     except ValueError as exc:
         build_parser().error(str(exc))

@@ -37,14 +37,14 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from mssql_cdc.emulator.catalog import ColumnDef, TableDef
-from mssql_cdc.emulator.ddl import create_engine_table
-from mssql_cdc.emulator.rewrite import temporal_text
-from mssql_cdc.emulator.temporal import parse_temporal
-from mssql_cdc.emulator.types import MAX, SqlType, scalar
+from mssql_cdc.emulator.core.catalog import ColumnDef, TableDef
+from mssql_cdc.emulator.core.literals import temporal_text
+from mssql_cdc.emulator.engine.ddl import create_engine_table
+from mssql_cdc.emulator.protocol.temporal import parse_temporal
+from mssql_cdc.emulator.protocol.types import MAX, SqlType, scalar
 
 if TYPE_CHECKING:
-    from mssql_cdc.emulator.database import Database
+    from mssql_cdc.emulator.engine.database import Database
 
 __all__ = [
     "ENV_DIR",

@@ -18,7 +18,7 @@ Faults (:mod:`faults`): ``drop_connection(at, spid=None, ...)`` (``login``, ``mi
 ``refuse_logins(seconds)``, ``delay_responses(seconds)``, ``stop_capture_job()`` /
 ``start_capture_job()``; ``inject_fault(kind, **options)`` dispatches to them by name. A fault
 with ``spid=None`` hits the next connection the server accepts; the returned
-:class:`~mssql_cdc.emulator.faults.Fault` has ``wait()`` to block until it fired.
+:class:`~mssql_cdc.emulator.core.faults.Fault` has ``wait()`` to block until it fired.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from pathlib import Path
 from types import TracebackType
 
 from mssql_cdc.emulator.adventureworks import LoadReport, load
-from mssql_cdc.emulator.clock import Clock
-from mssql_cdc.emulator.database import Database
-from mssql_cdc.emulator.faults import Fault
-from mssql_cdc.emulator.server import DEFAULT_PASSWORD, EmulatorServer
-from mssql_cdc.emulator.tls import Certificate
+from mssql_cdc.emulator.core.clock import Clock
+from mssql_cdc.emulator.core.faults import Fault
+from mssql_cdc.emulator.engine.database import Database
+from mssql_cdc.emulator.protocol.tls import Certificate
+from mssql_cdc.emulator.server.server import DEFAULT_PASSWORD, EmulatorServer
 
 __all__ = ["Emulator"]
 

@@ -29,10 +29,10 @@ import threading
 from pathlib import Path
 from types import TracebackType
 
-from mssql_cdc.emulator import packets, prelogin, tokens
-from mssql_cdc.emulator.database import Database
-from mssql_cdc.emulator.executor import Executor
-from mssql_cdc.emulator.render import render
+from mssql_cdc.emulator.engine.database import Database
+from mssql_cdc.emulator.engine.executor import Executor
+from mssql_cdc.emulator.protocol import packets, prelogin, tokens
+from mssql_cdc.emulator.server.render import render
 
 __all__ = ["ReplayServer", "record"]
 

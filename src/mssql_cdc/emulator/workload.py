@@ -55,11 +55,13 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mssql_cdc.emulator.adventureworks import ColumnSpec, TableSpec, default_directory, read_tables
-from mssql_cdc.emulator.types import SqlType
+from mssql_cdc.emulator.engine.database import Database
+from mssql_cdc.emulator.engine.executor import Executor
+from mssql_cdc.emulator.protocol.types import SqlType
+from mssql_cdc.emulator.server.server import DEFAULT_PASSWORD
 
 if TYPE_CHECKING:
     from mssql_cdc.emulator.control import Emulator
-    from mssql_cdc.emulator.database import Database
 
 __all__ = [
     "LocalSession",
@@ -156,13 +158,12 @@ class TdsSession:
         timeout: float = 60.0,
     ) -> None:
         try:
-            import pytds  # type: ignore[import-untyped]
+            # python-tds is optional (only this session needs it): imported when used
+            import pytds  # type: ignore[import-untyped]  # noqa: PLC0415
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise RuntimeError(
                 "the workload's TDS session needs python-tds: pip install python-tds"
             ) from exc
-        from mssql_cdc.emulator.server import DEFAULT_PASSWORD
-
         self._conn = pytds.connect(
             host,
             port=port,
@@ -207,9 +208,6 @@ class LocalSession:
     _spids = itertools.count(900)
 
     def __init__(self, target: Emulator | Database) -> None:
-        from mssql_cdc.emulator.database import Database
-        from mssql_cdc.emulator.executor import Executor
-
         db = target if isinstance(target, Database) else target.db
         self._executor = Executor(db, next(self._spids))
 
@@ -827,8 +825,6 @@ def _range(text: str) -> tuple[int, int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from mssql_cdc.emulator.server import DEFAULT_PASSWORD
-
     parser = argparse.ArgumentParser(
         prog="python -m mssql_cdc.emulator.workload",
         description=(

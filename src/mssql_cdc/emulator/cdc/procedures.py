@@ -1,0 +1,195 @@
+"""More CDC procedures: help, DDL history, cleanup, the jobs, and role membership.
+
+Result columns follow each procedure's Microsoft reference page
+("sys.sp_cdc_help_change_data_capture", "sys.sp_cdc_get_ddl_history",
+"sys.sp_cdc_cleanup_change_table", "sys.sp_cdc_change_job"). ``sp_cdc_change_job`` changes take
+effect when the job restarts (``sp_cdc_stop_job`` / ``sp_cdc_start_job``), except retention
+and threshold, which the next cleanup reads ("sys.sp_cdc_change_job", Microsoft docs).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mssql_cdc.emulator.cdc.cleanup import MAX_RETENTION, cleanup_change_table
+from mssql_cdc.emulator.core.errors import SqlError, missing_parameter
+from mssql_cdc.emulator.core.results import StatementResult, result_set
+from mssql_cdc.emulator.protocol.temporal import datetime_text
+from mssql_cdc.emulator.protocol.types import MAX, scalar
+
+if TYPE_CHECKING:
+    from mssql_cdc.emulator.cdc.state import CaptureInstance
+    from mssql_cdc.emulator.engine.executor import Executor
+
+__all__ = ["OWNER_ONLY", "extra"]
+
+OWNER_ONLY = frozenset(
+    {
+        "sp_cdc_enable_db",
+        "sp_cdc_enable_table",
+        "sp_cdc_disable_table",
+        "sp_cdc_scan",
+        "sp_cdc_cleanup_change_table",
+        "sp_cdc_change_job",
+        "sp_cdc_start_job",
+        "sp_cdc_stop_job",
+        "sp_addrolemember",
+    }
+)
+_NV = scalar("nvarchar", length=128)
+_LSN = scalar("binary", length=10)
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _instance(ex: Executor, proc: str, args: dict[str, object]) -> CaptureInstance:
+    name = _text(args.get("capture_instance"))
+    if name is None:
+        raise missing_parameter(proc, "@capture_instance")
+    instance = ex.db.cdc.instance(name)
+    if instance is None:
+        raise SqlError(
+            22964, f"The capture instance '{name}' does not exist in the current database."
+        )
+    return instance
+
+
+def _quoted(names: list[str]) -> str:
+    return ", ".join(f"[{n}]" for n in names)
+
+
+def extra(  # noqa: PLR0911, PLR0912 (a dispatch over procedures)
+    ex: Executor, short: str, args: dict[str, object], positional: list[object]
+) -> StatementResult | None:
+    """Run ``short`` if it is one of this module's procedures, else ``None``."""
+
+    cdc = ex.db.cdc
+    if short == "sp_cdc_help_change_data_capture":
+        return _help(ex, args)
+    if short == "sp_cdc_get_ddl_history":
+        return _ddl_history(ex, _instance(ex, short, args))
+    if short == "sp_cdc_cleanup_change_table":
+        instance = _instance(ex, short, args)
+        if "low_water_mark" not in args:
+            raise missing_parameter(short, "@low_water_mark")
+        mark = args.get("low_water_mark")
+        threshold = args.get("threshold")
+        cleanup_change_table(
+            cdc,
+            instance.name,
+            bytes(mark) if isinstance(mark, (bytes, bytearray)) else None,
+            int(threshold) if threshold is not None else None,  # type: ignore[call-overload]
+        )
+        return StatementResult("exec")
+    if short == "sp_cdc_change_job":
+        job = (_text(args.get("job_type")) or "capture").lower()
+        if job == "cleanup":
+            retention = args.get("retention")
+            if retention is not None:
+                minutes = int(retention)  # type: ignore[call-overload]
+                if not 0 < minutes <= MAX_RETENTION:
+                    raise SqlError(
+                        22994,
+                        f"The retention value specified for the Change Data Capture cleanup "
+                        f"process must be greater than 0 and less than or equal to "
+                        f"{MAX_RETENTION}.",
+                    )
+                cdc.retention_minutes = minutes
+            threshold = args.get("threshold")
+            if threshold is not None:
+                cdc.threshold = int(threshold)  # type: ignore[call-overload]
+        else:
+            interval = args.get("pollinginterval")
+            if interval is not None:
+                ex.db.capture_job.pending_interval = float(interval)  # type: ignore[arg-type]
+        return StatementResult("exec")
+    if short == "sp_cdc_stop_job":
+        ex.db.capture_job.stop()
+        return StatementResult("exec")
+    if short == "sp_cdc_start_job":
+        ex.db.capture_job.restart()
+        return StatementResult("exec")
+    if short == "sp_addrolemember":
+        role = _text(args.get("rolename", positional[0] if positional else None))
+        member = _text(args.get("membername", positional[1] if len(positional) > 1 else None))
+        if role is None or member is None:
+            raise missing_parameter(short, "@rolename")
+        ex.db.security.add_role_member(role, member)
+        return StatementResult("exec")
+    return None
+
+
+def _help(ex: Executor, args: dict[str, object]) -> StatementResult:
+
+    schema = _text(args.get("source_schema"))
+    name = _text(args.get("source_name"))
+    rows = []
+    for instance in sorted(ex.db.cdc.instances.values(), key=lambda i: i.name.lower()):
+        source = instance.source
+        if schema and schema.lower() != source.schema.lower():
+            continue
+        if name and name.lower() != source.name.lower():
+            continue
+        if not ex.db.security.can_read_changes(
+            ex.user, (source.schema, source.name), instance.change_table, instance.role_name
+        ):
+            continue
+        rows.append(
+            (
+                source.schema,
+                source.name,
+                instance.name,
+                instance.object_id,
+                source.object_id,
+                bytes(instance.start_lsn),
+                None,
+                instance.supports_net_changes,
+                False,
+                instance.role_name,
+                instance.index_name,
+                "PRIMARY",
+                datetime_text(instance.create_date),
+                _quoted(source.primary_key) if source.primary_key else None,
+                _quoted(instance.columns),
+            )
+        )
+    columns = [
+        ("source_schema", _NV),
+        ("source_table", _NV),
+        ("capture_instance", _NV),
+        ("object_id", scalar("int")),
+        ("source_object_id", scalar("int")),
+        ("start_lsn", _LSN),
+        ("end_lsn", _LSN),
+        ("supports_net_changes", scalar("bit")),
+        ("has_drop_pending", scalar("bit")),
+        ("role_name", _NV),
+        ("index_name", _NV),
+        ("filegroup_name", _NV),
+        ("create_date", scalar("datetime")),
+        ("index_column_list", scalar("nvarchar", length=MAX)),
+        ("captured_column_list", scalar("nvarchar", length=MAX)),
+    ]
+    return result_set(columns, rows)
+
+
+def _ddl_history(ex: Executor, instance: CaptureInstance) -> StatementResult:
+
+    found = ex.db.system.execute(
+        'SELECT required_column_update, ddl_command, ddl_lsn, ddl_time FROM cdc."ddl_history" '
+        "WHERE object_id = ? ORDER BY ddl_lsn",
+        [instance.object_id],
+    ).fetchall()
+    rows = [(instance.source.schema, instance.source.name, instance.name, *r) for r in found]
+    columns = [
+        ("source_schema", _NV),
+        ("source_table", _NV),
+        ("capture_instance", _NV),
+        ("required_column_update", scalar("bit")),
+        ("ddl_command", scalar("nvarchar", length=MAX)),
+        ("ddl_lsn", _LSN),
+        ("ddl_time", scalar("datetime")),
+    ]
+    return result_set(columns, rows)

@@ -1,0 +1,637 @@
+"""T-SQL expression rewriting before the engine runs a statement.
+
+sqlglot parses T-SQL; this module replaces what the engine cannot know with values computed
+by the emulator, bottom-up, and tags every node whose SQL Server type is known with
+``meta["sqltype"]`` (and constant values with ``meta["value"]``):
+
+* variables and ``sp_executesql`` parameters, ``@@VERSION``, ``@@SPID``, ``@@TRANCOUNT``;
+* server functions (``SERVERPROPERTY``, ``CURRENT_TIMEZONE_ID()``, ``SYSDATETIMEOFFSET()``,
+  ``GETDATE()``, ``DB_NAME()``) and the CDC scalar functions (``sys.fn_cdc_*``);
+* ``CAST``/``CONVERT`` into the emulator's storage forms (date/time types are canonical text,
+  see :mod:`temporal`), including ``CONVERT(binary(10), '0x...', 1)`` and
+  ``CONVERT(varchar(22), lsn, 1)`` (style 1 keeps the ``0x`` prefix, "CAST and CONVERT
+  (Transact-SQL)", binary styles);
+* ``cdc.fn_cdc_get_all_changes_<ci>(from, to, row_filter)`` in FROM, validated like SQL Server
+  (error 313) and replaced by a query on the change table.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from mssql_cdc._native import Lsn
+from mssql_cdc.emulator.cdc.functions import change_function, map_time_to_lsn
+from mssql_cdc.emulator.core.errors import SqlError, unsupported
+from mssql_cdc.emulator.core.literals import string_literal, tag, temporal_text, typed_literal
+from mssql_cdc.emulator.protocol.collations import lookup as lookup_collation
+from mssql_cdc.emulator.protocol.temporal import parse_temporal
+from mssql_cdc.emulator.protocol.types import (
+    MAX,
+    SqlType,
+    data_length,
+    fixed_data_length,
+    from_datatype,
+    pack_variant,
+    scalar,
+)
+
+if TYPE_CHECKING:
+    from mssql_cdc.emulator.core.catalog import TableDef
+    from mssql_cdc.emulator.engine.database import Database
+
+__all__ = [
+    "DIVIDE_BY_ZERO",
+    "Context",
+    "Rewriter",
+    "constant",
+    "divide_by_zero",
+]
+
+VERSION_TEXT = (
+    "Microsoft SQL Server 2022 (RTM-CU12) (KB5033663) - 16.0.4135.4 (X64) \n"
+    "\tMar 30 2024 00:00:00 \n\tCopyright (C) 2022 Microsoft Corporation\n"
+    "\tDeveloper Edition (64-bit) on Linux (mssql-cdc emulator) <X64>"
+)
+SERVER_PROPERTIES: dict[str, object] = {
+    "productversion": "16.0.4135.4",
+    "productlevel": "RTM",
+    "productupdatelevel": "CU12",
+    "edition": "Developer Edition (64-bit)",
+    "engineedition": 3,
+    "machinename": "EMULATOR",
+    "servername": "EMULATOR",
+    "instancename": None,
+    "collation": "SQL_Latin1_General_CP1_CI_AS",
+    "ishadrenabled": 0,
+    "isclustered": 0,
+}
+
+
+def constant(node: exp.Expression) -> tuple[bool, object]:  # noqa: PLR0911 (a dispatch over kinds)
+    """(is constant, Python value) of a literal node after rewriting."""
+    if node.meta.get("constant"):
+        return True, node.meta.get("value")
+    if isinstance(node, exp.Null):
+        return True, None
+    if isinstance(node, exp.HexString):
+        return True, bytes.fromhex(str(node.this))
+    if isinstance(node, exp.Boolean):
+        return True, bool(node.this)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return True, str(node.this)
+        text = str(node.this)
+        return True, Decimal(text) if "." in text or "e" in text.lower() else int(text)
+    if isinstance(node, exp.Neg):
+        ok, inner = constant(node.this)
+        if ok and isinstance(inner, (int, Decimal)):
+            return True, -inner
+    return False, None
+
+
+class Context:
+    """What a rewrite needs from the session: variables, ids, transaction depth."""
+
+    def __init__(
+        self,
+        db: Database,
+        variables: dict[str, tuple[SqlType, object]],
+        *,
+        spid: int,
+        trancount: int,
+        user: str = "dbo",
+        login: str = "sa",
+    ) -> None:
+        self.db = db
+        self.user = user
+        self.login = login
+        self.variables = variables
+        self.spid = spid
+        self.trancount = trancount
+
+
+def _literal_type(node: exp.Literal) -> SqlType:
+    if node.is_string:
+        return scalar("varchar", length=max(len(str(node.this)), 1))
+    text = str(node.this)
+    if "e" in text.lower():
+        return scalar("float")
+    whole, _, fraction = text.lstrip("-").partition(".")
+    # a constant's precision counts its digits but not the leading zeros of the whole part:
+    # 0.5 is numeric(1,1), 0.000...01 with 38 decimals numeric(38,38)
+    precision = max(len(whole.lstrip("0")) + len(fraction), len(fraction), 1)
+    if precision > 38:
+        raise SqlError(
+            1007,
+            f"The number '{text}' is out of the range for numeric representation "
+            "(maximum precision 38).",
+            klass=15,
+        )
+    if "." in text:
+        return scalar("decimal", precision=precision, scale=len(fraction))
+    value = int(text)
+    if -(2**31) <= value < 2**31:
+        return scalar("int")
+    return scalar("decimal", precision=precision, scale=0)
+
+
+def _lsn_arg(value: object) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    raise SqlError(206, "Operand type clash: the argument is not binary(10)")
+
+
+class Rewriter:
+    """Rewrites one statement's expressions bottom-up (see the module docstring)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        #: tables of the statement being rewritten, by alias (see _note_tables)
+        self.tables: dict[str, TableDef] = {}
+        self.functions: dict[str, Callable[[list[exp.Expression]], exp.Expression]] = {
+            "SERVERPROPERTY": self._serverproperty,
+            "CURRENT_TIMEZONE_ID": self._timezone_id,
+            "GETUTCDATE": lambda a: typed_literal(
+                scalar("datetime"), self.ctx.db.clock.utcnow().replace(tzinfo=None)
+            ),
+            "SYSUTCDATETIME": lambda a: typed_literal(
+                scalar("datetime2", scale=7), self.ctx.db.clock.utcnow().replace(tzinfo=None)
+            ),
+            "DB_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.db.name),
+            # the session's login and database user (never the engine's own user)
+            "SUSER_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.login),
+            "SUSER_SNAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.login),
+            "USER_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.user),
+            "DATALENGTH": self._datalength,
+            "NCHAR": self._nchar,
+            "FN_CDC_GET_MIN_LSN": self._min_lsn,
+            "FN_CDC_GET_MAX_LSN": self._max_lsn,
+            "FN_CDC_INCREMENT_LSN": lambda a: self._step_lsn(a, +1),
+            "FN_CDC_DECREMENT_LSN": lambda a: self._step_lsn(a, -1),
+            "FN_CDC_MAP_LSN_TO_TIME": self._map_lsn_to_time,
+            "FN_CDC_MAP_TIME_TO_LSN": self._map_time_to_lsn,
+            "FN_CDC_GET_COLUMN_ORDINAL": self._column_ordinal,
+        }
+
+    def rewrite(self, node: exp.Expression) -> exp.Expression:
+        if isinstance(node, (exp.Select, exp.Update, exp.Delete)):
+            self._note_tables(node)
+        if isinstance(node, exp.Parameter):
+            return self._parameter(node)
+        for key, value in list(node.args.items()):
+            if isinstance(value, exp.Expression):
+                node.set(key, self.rewrite(value))
+            elif isinstance(value, list):
+                node.set(
+                    key, [self.rewrite(v) if isinstance(v, exp.Expression) else v for v in value]
+                )
+        return self._node(node)
+
+    def _note_tables(self, statement: exp.Expression) -> None:
+        """Remember the catalog tables a statement names (for a column's type)."""
+        for table in statement.find_all(exp.Table):
+            if isinstance(table.this, exp.Identifier):
+                found = self.ctx.db.catalog.get(table.db or "dbo", table.name)
+                if found is not None:
+                    self.tables.setdefault(table.alias_or_name.lower(), found)
+
+    def _column_type(self, node: exp.Expression) -> SqlType | None:
+        """The declared type of a column of a table the statement names."""
+        if not isinstance(node, exp.Column):
+            return None
+        qualifier = node.table.lower()
+        for alias, table in self.tables.items():
+            if qualifier in ("", alias):
+                col = table.column(node.name)
+                if col is not None:
+                    return col.type
+        return None
+
+    # --- per node ---
+
+    def _node(self, node: exp.Expression) -> exp.Expression:  # noqa: PLR0911, PLR0912 (a dispatch over kinds)
+        if isinstance(node, exp.Parameter):
+            return self._parameter(node)
+        if isinstance(node, exp.National):
+            text = str(node.this)
+            # nvarchar(n) counts UTF-16 code units: a character outside the BMP takes two.
+            units = len(text.encode("utf-16-le")) // 2
+            return tag(string_literal(text), scalar("nvarchar", length=max(units, 1)), text)
+        if isinstance(node, exp.Literal):
+            node.meta.setdefault("sqltype", _literal_type(node))
+            return node
+        if isinstance(node, exp.HexString):
+            length = max(len(str(node.this)) // 2, 1)
+            node.meta.setdefault("sqltype", scalar("varbinary", length=length))
+            return node
+        if isinstance(node, exp.CurrentTimestampLTZ):
+            now = self.ctx.db.clock.now()
+            return typed_literal(scalar("datetimeoffset", scale=7), now)
+        if isinstance(node, exp.CurrentTimestamp):
+            return typed_literal(scalar("datetime"), self.ctx.db.clock.local_naive())
+        if isinstance(node, exp.CurrentUser):
+            # sqlglot reads SUSER_NAME(), SUSER_SNAME() and CURRENT_USER alike; all give the
+            # login here (SQL Server's CURRENT_USER would give the database user, e.g. dbo)
+            return typed_literal(scalar("nvarchar", length=128), self.ctx.login)
+        if isinstance(node, exp.Anonymous):
+            # node.name: a bracketed function name ([fn_cdc_...]) without its brackets
+            upper = node.name.upper()
+            handler = self.functions.get(upper)
+            if handler is not None:
+                return handler(list(node.expressions))
+            if upper.startswith("FN_CDC_") and not upper.startswith(
+                ("FN_CDC_GET_ALL_CHANGES_", "FN_CDC_GET_NET_CHANGES_")
+            ):
+                raise unsupported(node.name)
+            return node
+        if isinstance(node, exp.Neg):
+            inner_type = node.this.meta.get("sqltype")
+            if isinstance(inner_type, SqlType) and not inner_type.is_string:
+                node.meta["sqltype"] = inner_type
+            return node
+        if isinstance(node, (exp.Div, exp.Mod)):
+            return self._divide(node)
+        if isinstance(node, exp.Dot) and node.expression.meta.get("constant"):
+            inner: exp.Expression = node.expression
+            return inner
+        if isinstance(node, (exp.Cast, exp.TryCast, exp.Convert)):
+            return self._cast(node)
+        if isinstance(node, exp.Collate):  # tds-types work: COLLATE labels a string's type
+            return self._collate(node)
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous):
+            return self._table_function(node)
+        return node
+
+    def _parameter(self, node: exp.Parameter) -> exp.Expression:
+        inner = node.this
+        if isinstance(inner, exp.Parameter):  # @@NAME
+            name = str(inner.name).upper()
+            if name == "VERSION":
+                return typed_literal(scalar("nvarchar", length=300), VERSION_TEXT)
+            if name == "SPID":
+                return typed_literal(scalar("smallint"), self.ctx.spid)
+            if name == "TRANCOUNT":
+                return typed_literal(scalar("int"), self.ctx.trancount)
+            if name == "SERVERNAME":
+                return typed_literal(scalar("nvarchar", length=128), "EMULATOR")
+            raise unsupported(f"@@{name}")
+        name = str(node.name).lower()
+        if name not in self.ctx.variables:
+            raise SqlError(137, f'Must declare the scalar variable "@{node.name}".', klass=15)
+        t, value = self.ctx.variables[name]
+        return typed_literal(t, value)
+
+    def _serverproperty(self, args: list[exp.Expression]) -> exp.Expression:
+        ok, name = constant(args[0]) if args else (False, None)
+        if not ok or not isinstance(name, str):
+            raise unsupported("SERVERPROPERTY with a non-constant argument")
+        value = SERVER_PROPERTIES.get(name.lower())
+        # SQL Server returns sql_variant; the emulator sends nvarchar(128) (or int).
+        if isinstance(value, int):
+            return typed_literal(scalar("int"), value)
+        return typed_literal(scalar("nvarchar", length=128), value)
+
+    def _timezone_id(self, args: list[exp.Expression]) -> exp.Expression:
+        return typed_literal(scalar("nvarchar", length=128), self.ctx.db.clock.windows_zone)
+
+    def _nchar(self, args: list[exp.Expression]) -> exp.Expression:
+        """``NCHAR(n)``: the UTF-16 code unit ``n`` as nchar(1), a lone surrogate included; NULL
+        outside 0-65535 (the default collation has no supplementary characters)
+        ("NCHAR (Transact-SQL)", Microsoft docs)."""
+        if len(args) != 1:
+            raise SqlError(174, "The nchar function requires 1 argument(s).", klass=15)
+        t = scalar("nchar", length=1)
+        ok, value = constant(args[0])
+        if ok:
+            if value is None:
+                return typed_literal(t, None)
+            code = int(value)  # type: ignore[call-overload]
+            return typed_literal(t, chr(code) if 0 <= code <= 0xFFFF else None)
+        code_node = args[0]
+        guarded = exp.Case(
+            ifs=[
+                exp.If(
+                    this=exp.Between(
+                        this=code_node.copy(),
+                        low=exp.Literal.number(0),
+                        high=exp.Literal.number(0xFFFF),
+                    ),
+                    true=exp.Anonymous(this="chr", expressions=[code_node]),
+                )
+            ]
+        )
+        return _untag(guarded, t)
+
+    def _divide(self, node: exp.Expression) -> exp.Expression:
+        """``a / b`` and ``a % b``: integer operands give the truncated integer quotient
+        (7 / 2 = 3, -7 / 2 = -3), and a zero divisor is error 8134 ("Divide by zero error
+        encountered.", as with SQL Server's default ARITHABORT and ANSI_WARNINGS ON), for every
+        numeric type."""
+        left, right = node.this, node.expression
+        assert isinstance(left, exp.Expression)
+        assert isinstance(right, exp.Expression)
+        lt = left.meta.get("sqltype") or self._column_type(left)
+        rt = right.meta.get("sqltype") or self._column_type(right)
+        ok, divisor = constant(right)
+        if ok and divisor is not None and not isinstance(divisor, str) and divisor == 0:
+            raise divide_by_zero()
+        if not ok:
+            check = exp.EQ(this=right.copy(), expression=exp.Literal.number(0))
+            fail = exp.Anonymous(this="error", expressions=[exp.Literal.string(DIVIDE_BY_ZERO)])
+            right = exp.Paren(this=exp.Case(ifs=[exp.If(this=check, true=fail)], default=right))
+        ranks = ("tinyint", "smallint", "int", "bigint")
+        if (
+            isinstance(lt, SqlType)
+            and isinstance(rt, SqlType)
+            and lt.name in ranks
+            and rt.name in ranks
+        ):
+            wider = max(lt, rt, key=lambda t: ranks.index(t.name))
+            cls = exp.IntDiv if isinstance(node, exp.Div) else exp.Mod
+            return _untag(exp.Paren(this=cls(this=left, expression=right)), wider)
+        node.set("expression", right)
+        return node
+
+    def _datalength(self, args: list[exp.Expression]) -> exp.Expression:
+        """``DATALENGTH(expr)``: bytes of the stored value; bigint for the (max) types, else
+        int ("DATALENGTH (Transact-SQL)", Microsoft docs)."""
+        if len(args) != 1:
+            raise SqlError(174, "The datalength function requires 1 argument(s).", klass=15)
+        (arg,) = args
+        t = arg.meta.get("sqltype") or self._column_type(arg)
+        ok, value = constant(arg)
+        if ok and value is None:
+            return typed_literal(scalar("int"), None)
+        if not isinstance(t, SqlType):
+            raise unsupported("DATALENGTH of an expression of unknown type")
+        result = scalar("bigint" if t.is_max or t.is_long else "int")
+        if ok:
+            try:
+                return typed_literal(result, data_length(t, value))
+            except ValueError as exc:
+                raise unsupported(str(exc)) from None
+        fixed = fixed_data_length(t)
+        size: exp.Expression
+        if fixed is not None:
+            size = exp.Literal.number(fixed)
+        elif t.name in ("nvarchar", "ntext", "xml"):
+            # UTF-16 code units: a character outside the BMP takes two
+            astral = exp.Anonymous(
+                this="regexp_replace",
+                expressions=[
+                    arg.copy(),
+                    exp.Literal.string("[^\\x{10000}-\\x{10FFFF}]"),
+                    exp.Literal.string(""),
+                    exp.Literal.string("g"),
+                ],
+            )
+            units = exp.Add(this=exp.Length(this=arg.copy()), expression=exp.Length(this=astral))
+            size = exp.Mul(this=exp.Literal.number(2), expression=exp.Paren(this=units))
+        elif t.is_string:
+            size = (
+                exp.Anonymous(this="strlen", expressions=[arg.copy()])
+                if t.coll.utf8
+                else exp.Length(this=arg.copy())  # one byte per character in a code page
+            )
+        elif t.is_binary:
+            size = exp.Anonymous(this="octet_length", expressions=[arg.copy()])
+        else:
+            raise unsupported(f"DATALENGTH of {t.sql()}")
+        case = exp.Case(
+            ifs=[exp.If(this=exp.Is(this=arg, expression=exp.Null()), true=exp.Null())],
+            default=size,
+        )
+        return _untag(exp.Cast(this=case, to=exp.DataType.build(result.storage())), result)
+
+    # --- CDC scalar functions ---
+
+    def _args(self, args: list[exp.Expression], what: str) -> list[object]:
+        values = []
+        for arg in args:
+            ok, value = constant(arg)
+            if not ok:
+                raise unsupported(f"{what} with a non-constant argument")
+            values.append(value)
+        return values
+
+    def _min_lsn(self, args: list[exp.Expression]) -> exp.Expression:
+        (name,) = self._args(args, "fn_cdc_get_min_lsn") or [None]
+        lsn = bytes(10)
+        instance = self.ctx.db.cdc.instance(name) if isinstance(name, str) else None
+        if instance is not None and self.ctx.db.security.can_read_changes(
+            self.ctx.user,
+            (instance.source.schema, instance.source.name),
+            instance.change_table,
+            instance.role_name,
+        ):
+            lsn = bytes(instance.start_lsn)
+        return typed_literal(scalar("binary", length=10), lsn)
+
+    def _max_lsn(self, args: list[exp.Expression]) -> exp.Expression:
+        return typed_literal(scalar("binary", length=10), self.ctx.db.cdc.max_lsn())
+
+    def _step_lsn(self, args: list[exp.Expression], step: int) -> exp.Expression:
+        (value,) = self._args(args, "fn_cdc_increment_lsn")
+        lsn = _lsn_arg(value)
+        if lsn is None:
+            return typed_literal(scalar("binary", length=10), None)
+        moved = Lsn(lsn).next() if step > 0 else Lsn(lsn).prev()
+        return typed_literal(scalar("binary", length=10), bytes(moved))
+
+    def _map_lsn_to_time(self, args: list[exp.Expression]) -> exp.Expression:
+        (value,) = self._args(args, "fn_cdc_map_lsn_to_time")
+        text = self.ctx.db.cdc.map_lsn_to_time(_lsn_arg(value))
+        return typed_literal(scalar("datetime"), text)
+
+    def _map_time_to_lsn(self, args: list[exp.Expression]) -> exp.Expression:
+        operator, when = self._args(args, "fn_cdc_map_time_to_lsn")
+        lsn = map_time_to_lsn(self.ctx.db, operator, when)
+        return typed_literal(scalar("binary", length=10), lsn)
+
+    def _column_ordinal(self, args: list[exp.Expression]) -> exp.Expression:
+        ci, column = self._args(args, "fn_cdc_get_column_ordinal")
+        instance = self.ctx.db.cdc.instance(str(ci))
+        ordinal: int | None = None
+        if instance is not None:
+            for n, name in enumerate(instance.columns, start=1):  # names never change
+                if name.lower() == str(column).lower():
+                    ordinal = n
+        return typed_literal(scalar("int"), ordinal)
+
+    # --- CAST / CONVERT ---
+
+    def _cast(self, node: exp.Expression) -> exp.Expression:  # noqa: PLR0911, PLR0912, PLR0915 (a dispatch over kinds)
+        to = node.args.get("to") if not isinstance(node, exp.Convert) else node.this
+        inner = node.this if not isinstance(node, exp.Convert) else node.expression
+        assert isinstance(to, exp.DataType)
+        assert isinstance(inner, exp.Expression)
+        try:
+            t = from_datatype(to, in_cast=True)
+        except ValueError as exc:
+            raise unsupported(str(exc)) from None
+        inner_type_: SqlType | None = inner.meta.get("sqltype")
+        if t.name == "sql_variant":  # tds-types work
+            return self._variant(inner, t)
+        if t.is_string and inner_type_ is not None and inner_type_.collation:  # tds-types work
+            t = replace(t, collation=inner_type_.collation)
+        style_node = node.args.get("style")
+        style = constant(style_node)[1] if isinstance(style_node, exp.Expression) else None
+        ok, value = constant(inner)
+        inner_type: SqlType | None = inner.meta.get("sqltype")
+        if t.is_temporal:
+            if ok:
+                if value is None:
+                    return typed_literal(t, None)
+                try:
+                    tv = parse_temporal(value)
+                except ValueError:
+                    raise SqlError(
+                        241,
+                        "Conversion failed when converting date and/or time from character string.",
+                    ) from None
+                return typed_literal(t, temporal_text(t, tv))
+            return _untag(exp.Cast(this=inner, to=exp.DataType.build("VARCHAR")), t)
+        if t.is_binary and style in (1, 2) and (inner_type is None or inner_type.is_string):
+            if ok:
+                if value is None:
+                    return typed_literal(t, None)
+                text = str(value)
+                if style == 1:
+                    if not text[:2].lower() == "0x":
+                        raise conversion_error(text, t)
+                    text = text[2:]
+                try:
+                    return typed_literal(t, bytes.fromhex(text))
+                except ValueError:
+                    raise conversion_error(str(value), t) from None
+            start = 3 if style == 1 else 1
+            call = exp.Anonymous(
+                this="unhex",
+                expressions=[exp.Substring(this=inner, start=exp.Literal.number(start))],
+            )
+            return _untag(call, t)
+        if t.is_string and style in (1, 2) and inner_type is not None and inner_type.is_binary:
+            prefix = "0x" if style == 1 else ""
+            if ok:
+                if value is None:
+                    return typed_literal(t, None)
+                return typed_literal(t, prefix + bytes(value).hex().upper())  # type: ignore[call-overload]
+            hexed: exp.Expression = exp.Anonymous(this="hex", expressions=[inner])
+            if prefix:
+                hexed = exp.DPipe(this=exp.Literal.string(prefix), expression=hexed)
+            return _untag(hexed, t)
+        if ok and isinstance(value, str) and t.is_binary and style in (None, 0):
+            # a string's bytes: UTF-16LE for the N types, else the collation's code page
+            # ("CAST and CONVERT (Transact-SQL)": character to binary keeps the bytes)
+            wide = inner_type is not None and inner_type.name in ("nchar", "nvarchar", "ntext")
+            data = (
+                value.encode("utf-16-le", errors="surrogatepass")
+                if wide
+                else value.encode((inner_type or t).coll.codec, errors="replace")
+            )
+            if t.length not in (0, MAX):
+                data = data[: t.length]
+                if t.name == "binary":
+                    data = data.ljust(t.length, b"\x00")
+            return typed_literal(t, data)
+        if ok and value is not None and t.name == "uniqueidentifier":
+            try:
+                return typed_literal(t, uuid.UUID(str(value)))
+            except ValueError:
+                raise SqlError(
+                    8169,
+                    "Conversion failed when converting from a character string to "
+                    "uniqueidentifier.",
+                ) from None
+        if ok and value is None:
+            return typed_literal(t, None)
+        if ok and t.name in ("decimal", "numeric", "money", "smallmoney"):
+            try:
+                return typed_literal(t, value)
+            except ArithmeticError:
+                raise SqlError(8114, f"Error converting data type varchar to {t.sql()}.") from None
+        storage = t.storage()
+        if t.is_string and t.length != MAX:
+            cast: exp.Expression = exp.Anonymous(
+                this="left",
+                expressions=[
+                    exp.Cast(this=inner, to=exp.DataType.build("VARCHAR")),
+                    exp.Literal.number(t.length),
+                ],
+            )
+        else:
+            cast = exp.Cast(this=inner, to=exp.DataType.build(storage, dialect="duckdb"))
+        return _untag(cast, t)
+
+    def _collate(self, node: exp.Collate) -> exp.Expression:
+        """``expr COLLATE name``: the engine sees ``expr``; its SQL Server type takes the
+        collation (tds-types work; error 448 for a name the emulator does not know)."""
+        inner = node.this
+        assert isinstance(inner, exp.Expression)
+        name = node.expression.name if isinstance(node.expression, exp.Expression) else ""
+        try:
+            lookup_collation(name)
+        except ValueError:
+            raise SqlError(448, f"Invalid collation '{name}'.", klass=16) from None
+        t = inner.meta.get("sqltype")
+        if isinstance(t, SqlType) and t.is_string:
+            inner.meta["sqltype"] = replace(t, collation=name)
+        return inner
+
+    def _variant(self, inner: exp.Expression, t: SqlType) -> exp.Expression:
+        """``CAST(constant AS sql_variant)``: the engine holds the base type and value as text
+        (:func:`types.pack_variant`). Added by the tds-types work."""
+        ok, value = constant(inner)
+        if not ok and inner.find(exp.Column) is None:
+            # a constant expression the engine folds (CAST(CAST(1 AS int) AS sql_variant))
+            with self.ctx.db.engine.cursor() as cursor:
+                row = cursor.execute("SELECT " + inner.sql(dialect="duckdb")).fetchone()
+            ok, value = True, row[0] if row else None
+        if not ok:
+            raise unsupported("CAST of a non-constant expression to sql_variant")
+        if value is None:
+            return typed_literal(t, None)
+        base = inner.meta.get("sqltype")
+        if not isinstance(base, SqlType):
+            base = scalar("nvarchar", length=4000) if isinstance(value, str) else scalar("int")
+        return typed_literal(t, pack_variant(base, value))
+
+    # --- table-valued functions ---
+
+    def _table_function(self, node: exp.Table) -> exp.Expression:
+        func = node.this
+        assert isinstance(func, exp.Anonymous)
+        # cdc.[fn_cdc_get_all_changes_dbo_Order Details]: the name without its brackets
+        name = func.name
+        args = self._args(list(func.expressions), name)
+        sub = change_function(self.ctx.db, self.ctx.user, name, args, node.alias or None)
+        if sub is None:
+            raise unsupported(f"table-valued function {name}")
+        return sub
+
+
+def _untag(node: exp.Expression, t: SqlType) -> exp.Expression:
+    node.meta["sqltype"] = t
+    return node
+
+
+DIVIDE_BY_ZERO = "Divide by zero error encountered."
+
+
+def divide_by_zero() -> SqlError:
+    return SqlError(8134, DIVIDE_BY_ZERO)
+
+
+def conversion_error(text: str, t: SqlType) -> SqlError:
+    return SqlError(
+        8114 if t.is_binary else 245,
+        f"Error converting data type varchar to {t.sql()}.",
+    )

@@ -1,0 +1,115 @@
+"""TDS packet framing (MS-TDS 2.2.3): an 8-byte header, then up to packet-size bytes.
+
+The header is type, status, length (u16 big-endian, header included), SPID (u16 BE), packet id
+and window. A message is the concatenated payloads up to a packet whose status has EOM (0x01).
+Reads go through a :class:`Channel` so the same code runs on plain TCP and inside TLS.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Protocol
+
+from mssql_cdc.emulator.protocol.wire import ProtocolError
+
+__all__ = ["Channel", "Message", "PacketReader", "PacketType", "frame"]
+
+HEADER = struct.Struct(">BBHHBB")
+STATUS_EOM = 0x01
+STATUS_IGNORE = 0x02
+#: A client message larger than this is treated as malformed (LOGIN7 is at most 128 KiB; a
+#: SQL batch of this size is far beyond anything the product or its tests send).
+MAX_MESSAGE = 64 * 1024 * 1024
+
+
+class PacketType:
+    SQL_BATCH = 0x01
+    RPC = 0x03
+    REPLY = 0x04
+    ATTENTION = 0x06
+    TRANSACTION_MANAGER = 0x0E
+    LOGIN7 = 0x10
+    PRELOGIN = 0x12
+
+
+class Channel(Protocol):
+    """A byte stream: plain TCP or TLS."""
+
+    async def read_some(self) -> bytes:
+        """Some bytes, or ``b""`` at end of stream."""
+
+    async def write(self, data: bytes) -> None: ...
+
+
+@dataclass(frozen=True)
+class Message:
+    type: int
+    status: int
+    payload: bytes
+
+
+class PacketReader:
+    """Assembles messages from a channel; keeps bytes read past the last packet."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.buffer = bytearray()
+
+    async def _fill(self, n: int) -> bool:
+        while len(self.buffer) < n:
+            data = await self.channel.read_some()
+            if not data:
+                if self.buffer:
+                    raise ProtocolError("connection closed in the middle of a packet")
+                return False
+            self.buffer += data
+        return True
+
+    async def read_packet(self) -> tuple[int, int, bytes] | None:
+        """One packet as (type, status, payload), or ``None`` at a clean end of stream."""
+        if not await self._fill(HEADER.size):
+            return None
+        ptype, status, length, _spid, _pid, _window = HEADER.unpack_from(self.buffer)
+        if length < HEADER.size:
+            raise ProtocolError(f"packet length {length} is shorter than its header")
+        if not await self._fill(length):
+            raise ProtocolError("connection closed in the middle of a packet")
+        payload = bytes(self.buffer[HEADER.size : length])
+        del self.buffer[:length]
+        return ptype, status, payload
+
+    async def read_message(self) -> Message | None:
+        """One whole message (up to EOM), or ``None`` at a clean end of stream."""
+        first = await self.read_packet()
+        if first is None:
+            return None
+        ptype, status, payload = first
+        parts = [payload]
+        size = len(payload)
+        while not status & STATUS_EOM:
+            nxt = await self.read_packet()
+            if nxt is None:
+                raise ProtocolError("connection closed in the middle of a message")
+            ntype, status, payload = nxt
+            if ntype != ptype:
+                if ntype == PacketType.ATTENTION:
+                    return Message(ntype, status, b"")
+                raise ProtocolError(f"packet type changed from 0x{ptype:02x} to 0x{ntype:02x}")
+            size += len(payload)
+            if size > MAX_MESSAGE:
+                raise ProtocolError("message exceeds the emulator's size limit")
+            parts.append(payload)
+        return Message(ptype, status, b"".join(parts))
+
+
+def frame(ptype: int, payload: bytes, packet_size: int, spid: int = 0) -> bytes:
+    """Split a message into packets of at most ``packet_size`` bytes (header included)."""
+    room = max(packet_size - HEADER.size, 1)
+    out = []
+    chunks = [payload[i : i + room] for i in range(0, len(payload), room)] or [b""]
+    for index, chunk in enumerate(chunks):
+        status = STATUS_EOM if index == len(chunks) - 1 else 0
+        header = HEADER.pack(ptype, status, len(chunk) + HEADER.size, spid, (index + 1) % 256, 0)
+        out.append(header + chunk)
+    return b"".join(out)
