@@ -21,6 +21,7 @@ import sqlglot
 from sqlglot import exp
 
 from mssql_cdc.emulator import ddl, guard, tokens
+from mssql_cdc.emulator.arrowrows import ArrowRows
 from mssql_cdc.emulator.catalog import ColumnDef, TableDef
 from mssql_cdc.emulator.errors import (
     SqlError,
@@ -81,7 +82,7 @@ _EMPTY_BINARY = "__mssql_cdc_empty_binary__"
 class StatementResult:
     kind: str
     columns: list[Column] | None = None
-    rows: list[tuple[object, ...]] = field(default_factory=list)
+    rows: Sequence[tuple[object, ...]] = field(default_factory=list)
     rowcount: int | None = None
     env: list[bytes] = field(default_factory=list)
 
@@ -487,11 +488,13 @@ class Executor:
             st.set("expressions", expanded)
         sql = st.sql(dialect="duckdb", identify=True)
         self.cursor.execute(sql)
-        rows = self.cursor.fetchall()
+        desc = self.cursor.description or []
+        # rows stay Arrow, for the C row encoder (arrowrows.py); tuples only on demand
+        arrow = ArrowRows(self.cursor.fetch_arrow_table(), [str(d[1]) for d in desc])
+        rows: Sequence[tuple[object, ...]] = arrow
         patches = _surrogate_constants(st)
         if patches:
-            rows = [tuple(patches.get(i, v) for i, v in enumerate(row)) for row in rows]
-        desc = self.cursor.description or []
+            rows = [tuple(patches.get(i, v) for i, v in enumerate(row)) for row in arrow]
         columns = []
         for i, d in enumerate(desc):
             if i < len(specs):
@@ -499,8 +502,9 @@ class Executor:
             else:
                 name, t, nullable, identity = str(d[0]), None, True, False
             if t is None:
-                t = infer_from_engine(str(d[1]), [r[i] for r in rows])
-            if not nullable and any(r[i] is None for r in rows):
+                values = [r[i] for r in rows] if patches else arrow.column(i)
+                t = infer_from_engine(str(d[1]), values)
+            if not nullable and arrow.null_count(i):
                 nullable = True
             columns.append(Column(name, t, nullable, identity))
         return StatementResult("select", columns, rows, len(rows))

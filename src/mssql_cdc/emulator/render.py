@@ -12,6 +12,7 @@ import logging
 import struct
 
 from mssql_cdc.emulator import tokens
+from mssql_cdc.emulator.arrowrows import encode_rows
 from mssql_cdc.emulator.errors import SqlError
 from mssql_cdc.emulator.executor import BatchOutcome, StatementResult
 
@@ -23,6 +24,10 @@ log = logging.getLogger("mssql_cdc.emulator.render")
 def _result(result: StatementResult) -> bytes:
     assert result.columns is not None
     parts = [tokens.colmetadata(result.columns)]
+    fast = encode_rows(result.columns, result.rows)
+    if fast is not None:
+        parts.append(fast)
+        return b"".join(parts)
     for row in result.rows:
         parts.append(tokens.row(result.columns, row))
     return b"".join(parts)
