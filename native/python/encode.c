@@ -17,7 +17,7 @@ static int parse_column(PyObject *item, mc_enc_column *col) {
                         &width)) {
     return -1;
   }
-  if (kind < MC_ENC_INT || kind > MC_ENC_SMALLDATETIME || size < 0 || size > 17 ||
+  if (kind < MC_ENC_INT || kind > MC_ENC_RAW || size < 0 || size > 17 ||
       precision < 0 || precision > 38 || scale < 0 || scale > 38) {
     PyErr_Format(PyExc_ValueError, "bad column description (kind %d, size %d, scale %d)", kind,
                  size, scale);

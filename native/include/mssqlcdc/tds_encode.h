@@ -46,7 +46,10 @@ typedef enum mc_enc_kind {
   MC_ENC_DATETIME2,   /* YYYY-MM-DD, [YYYY-MM-DD ]HH:MM[:SS[.fffffffff]] and an optional    */
   MC_ENC_DATETIMEOFFSET, /* Z or +HH:MM / -HH:MM suffix; rounded as SQL Server rounds     */
   MC_ENC_DATETIME,
-  MC_ENC_SMALLDATETIME
+  MC_ENC_SMALLDATETIME,
+  MC_ENC_RAW          /* a value already encoded by the caller (length prefix and all): Arrow
+                         binary, copied as-is; lets a caller encode a type this file does not
+                         (sql_variant, xml, text) and still use it for the other columns */
 } mc_enc_kind;
 
 typedef struct mc_enc_column {

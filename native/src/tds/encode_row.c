@@ -513,6 +513,16 @@ static mc_status put_value(const mc_enc_column *col, const col_in *c, int64_t i,
     }
     return put_data(col, b, p, n, wide, 0x20, err);
   }
+  case MC_ENC_RAW: {
+    if (c->fmt != 'z' && c->fmt != 'Z')
+      return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' for encoded values", c->fmt);
+    const uint8_t *p;
+    size_t n;
+    MC_RETURN_NOT_OK(get_var(c, i, &p, &n, err));
+    MC_RETURN_NOT_OK(need(b, n, err));
+    put_bytes(b, p, n);
+    return MC_OK;
+  }
   case MC_ENC_DATE:
   case MC_ENC_TIME:
   case MC_ENC_DATETIME2:
@@ -557,6 +567,8 @@ static mc_status put_null(const mc_enc_column *col, mc_enc_buffer *b, mc_error *
     if (col->plp) put_le(b, UINT64_MAX, 8);
     else put_le(b, 0xFFFF, 2);
     return MC_OK;
+  case MC_ENC_RAW:
+    return mc_error_set(err, MC_EINVAL, "NULL where an encoded value was expected");
   }
   return mc_error_set(err, MC_EINVAL, "unknown column kind %d", (int)col->kind);
 }
@@ -586,7 +598,7 @@ static mc_status check_column(const mc_enc_column *col, mc_error *err) {
     if (col->width % 2) break;
     return MC_OK;
   case MC_ENC_BIT: case MC_ENC_GUID: case MC_ENC_BINARY: case MC_ENC_ROWVERSION: case MC_ENC_CHAR:
-  case MC_ENC_DATE: case MC_ENC_DATETIME: case MC_ENC_SMALLDATETIME:
+  case MC_ENC_DATE: case MC_ENC_DATETIME: case MC_ENC_SMALLDATETIME: case MC_ENC_RAW:
     return MC_OK;
   }
   return mc_error_set(err, MC_EINVAL, "bad column description (kind %d, size %u, scale %u)",
@@ -639,7 +651,8 @@ mc_status mc_tds_encode_rows(const mc_enc_column *cols, size_t ncols,
         bool fixed = col->kind == MC_ENC_INT || col->kind == MC_ENC_BIT || col->kind == MC_ENC_FLOAT ||
                      col->kind == MC_ENC_MONEY || col->kind == MC_ENC_DATETIME ||
                      col->kind == MC_ENC_SMALLDATETIME;
-        if (fixed && !col->nullable) st = mc_error_set(err, MC_EINVAL, "NULL in a NOT NULL column");
+        if ((fixed && !col->nullable) || col->kind == MC_ENC_RAW)
+          st = mc_error_set(err, MC_EINVAL, "NULL in a NOT NULL column or an encoded column");
         out->data[bits + k / 8] |= (uint8_t)(1u << (k % 8));
       } else {
         st = put_value(&cols[k], &in[k], i, out, err);

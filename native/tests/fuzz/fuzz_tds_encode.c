@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const uint8_t dec_precisions[] = {9, 19, 28, 38};
   mc_enc_column col;
   memset(&col, 0, sizeof col);
-  col.kind = (mc_enc_kind)(data[0] % MC_ENC_SMALLDATETIME + 1);
+  col.kind = (mc_enc_kind)(data[0] % MC_ENC_RAW + 1);
   col.nullable = (data[1] & 1) != 0;
   col.plp = (data[1] & 2) != 0;
   col.utf8 = (data[1] & 4) != 0;
@@ -60,6 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     break;
   case MC_ENC_BINARY:
   case MC_ENC_ROWVERSION:
+  case MC_ENC_RAW:
     format = "z";
     break;
   default:

@@ -4,9 +4,10 @@ A SELECT's rows come from the engine as an Arrow table (:class:`ArrowRows`); Pyt
 made only if some code asks for them (a fault that cuts a reply after N rows, a scalar
 subquery). :func:`encode_rows` turns the table into ROW tokens with the native library's
 encoder (``mssql_cdc._native.encode_rows``, docs/adr/0085-c-row-encoder.md), about 10 times as
-fast as the per-value Python encoder in :mod:`types`, which stays the fallback: for ``text``,
-``ntext``, ``image``, ``xml`` and ``sql_variant`` columns, for rows that are not Arrow, and
-for any batch the C encoder declines (non-ASCII text for a code-page collation, date/time text
+fast as the per-value Python encoder in :mod:`types`. That encoder stays for the values of
+``text``, ``ntext``, ``image``, ``xml`` and ``sql_variant`` columns and of ``char``/``varchar``
+columns holding non-ASCII text in a code-page collation (the C encoder copies the bytes it
+made), for rows that are not Arrow, and for any result the C encoder declines (date/time text
 outside the canonical forms, a value out of range: the Python encoder then raises the error
 SQL Server would send).
 """
@@ -15,14 +16,16 @@ from __future__ import annotations
 
 import codecs
 import logging
+import struct
 import uuid
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, overload
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from mssql_cdc.emulator.types import MAX, SqlType, wire_collation
+from mssql_cdc.emulator.types import MAX, SqlType, encode_value, wire_collation
 
 if TYPE_CHECKING:
     from mssql_cdc.emulator.tokens import Column
@@ -33,6 +36,7 @@ log = logging.getLogger("mssql_cdc.emulator.arrowrows")
 
 # mc_enc_kind (native/include/mssqlcdc/tds_encode.h)
 _INT, _BIT, _FLOAT, _DECIMAL, _MONEY, _GUID, _BINARY, _ROWVERSION, _NCHAR, _CHAR = range(1, 11)
+_RAW = 17
 _TEMPORAL = {
     "date": 11,
     "time": 12,
@@ -148,24 +152,42 @@ class ArrowRows(Sequence[tuple[object, ...]]):
     __hash__ = None  # type: ignore[assignment]
 
 
+def _ascii(column: pa.ChunkedArray) -> bool:
+    if not pa.types.is_string(column.type) and not pa.types.is_large_string(column.type):
+        return True  # the C encoder refuses it with a clear reason
+    return bool(pc.all(pc.string_is_ascii(column)).as_py() in (True, None))
+
+
 def encode_rows(columns: Sequence[Column], rows: Sequence[tuple[object, ...]]) -> bytes | None:
     """The ROW tokens of ``rows`` from the C encoder, or None when the Python encoder must
     encode them (rows not held as Arrow, a type or a value the C encoder does not take)."""
     if not isinstance(rows, ArrowRows) or rows.table.num_columns != len(columns):
-        return None
-    specs = [column_spec(c.type, c.nullable) for c in columns]
-    if any(s is None for s in specs):
         return None
     try:
         from mssql_cdc import _native  # noqa: PLC0415 (the extension is optional at import)
         from mssql_cdc.errors import MssqlCdcError  # noqa: PLC0415
     except ImportError:
         return None
+    table = rows.table
+    specs: list[Spec] = []
+    for i, col in enumerate(columns):
+        spec = column_spec(col.type, col.nullable)
+        if spec is not None and spec[0] == _CHAR and not spec[3] and not _ascii(table.column(i)):
+            spec = None  # text in a code page: Python's codecs encode it
+        if spec is None:
+            # a type the C encoder does not know: its values are encoded here, then copied
+            try:
+                raw = [encode_value(col.type, v, nullable=col.nullable) for v in rows.column(i)]
+            except (ValueError, OverflowError, TypeError, struct.error):
+                return None  # the Python encoder raises the error SQL Server would send
+            table = table.set_column(i, table.field(i).name, pa.array(raw, pa.binary()))
+            spec = (_RAW, 0, 0, 0, 0, 0, 0, 0)
+        specs.append(spec)
     parts = []
-    for batch in rows.table.to_batches():
+    for batch in table.to_batches():
         try:
             parts.append(_native.encode_rows(specs, batch))
-        except (MssqlCdcError, ValueError) as exc:
+        except (MssqlCdcError, ValueError, OverflowError) as exc:
             log.debug("rows left to the Python encoder: %s", exc)
             return None
     return b"".join(parts)

@@ -490,7 +490,8 @@ class Executor:
         self.cursor.execute(sql)
         desc = self.cursor.description or []
         # rows stay Arrow, for the C row encoder (arrowrows.py); tuples only on demand
-        arrow = ArrowRows(self.cursor.fetch_arrow_table(), [str(d[1]) for d in desc])
+        fetch = getattr(self.cursor, "to_arrow_table", None) or self.cursor.fetch_arrow_table
+        arrow = ArrowRows(fetch(), [str(d[1]) for d in desc])  # duckdb 1.5 renamed the call
         rows: Sequence[tuple[object, ...]] = arrow
         patches = _surrogate_constants(st)
         if patches:
