@@ -24,8 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-import mssql_cdc.emulator.render as render
-from mssql_cdc.emulator import Emulator
+from mssql_cdc.emulator import Emulator, render
 from mssql_cdc.emulator.executor import Executor
 
 CHANGES = (
@@ -64,7 +63,13 @@ def fill(emu: Emulator, rows: int) -> None:
     )
     cur.execute(
         'INSERT INTO cdc."lsn_time_mapping" VALUES (?, ?, ?, ?, ?)',
-        [bytes(commit), "2024-01-01 00:00:00.000", "2024-01-01 00:00:00.000", b"\x01", bytes(commit)],
+        [
+            bytes(commit),
+            "2024-01-01 00:00:00.000",
+            "2024-01-01 00:00:00.000",
+            b"\x01",
+            bytes(commit),
+        ],
     )
 
 
@@ -119,7 +124,9 @@ def main() -> int:
                     count, seconds = timed(in_process)
                     table.append((f"{shape}, in process (query + encode)", encoder, count, seconds))
                     count, seconds = timed(end_to_end)
-                    table.append((f"{shape}, one connection, native client", encoder, count, seconds))
+                    table.append(
+                        (f"{shape}, one connection, native client", encoder, count, seconds)
+                    )
     print(f"{'measure':<42} {'encoder':>8} {'rows':>10} {'seconds':>8} {'rows/s':>11}")
     for name, encoder, count, seconds in table:
         print(f"{name:<42} {encoder:>8} {count:>10,} {seconds:>8.2f} {count / seconds:>11,.0f}")

@@ -17,8 +17,8 @@ static int parse_column(PyObject *item, mc_enc_column *col) {
                         &width)) {
     return -1;
   }
-  if (kind < MC_ENC_INT || kind > MC_ENC_RAW || size < 0 || size > 17 ||
-      precision < 0 || precision > 38 || scale < 0 || scale > 38) {
+  if (kind < MC_ENC_INT || kind > MC_ENC_RAW || size < 0 || size > 17 || precision < 0 ||
+      precision > 38 || scale < 0 || scale > 38) {
     PyErr_Format(PyExc_ValueError, "bad column description (kind %d, size %d, scale %d)", kind,
                  size, scale);
     return -1;
@@ -67,8 +67,8 @@ PyObject *mc_py_encode_rows(PyObject *self, PyObject *args, PyObject *kwargs) {
   if (schema == NULL || array == NULL) goto done;
   mc_error err;
   mc_status st;
-  Py_BEGIN_ALLOW_THREADS st = mc_tds_encode_rows(cols, (size_t)ncols, schema, array, nbcrow != 0,
-                                                 &out, &err);
+  Py_BEGIN_ALLOW_THREADS st =
+      mc_tds_encode_rows(cols, (size_t)ncols, schema, array, nbcrow != 0, &out, &err);
   Py_END_ALLOW_THREADS if (st != MC_OK) {
     mc_py_raise(st, &err);
     goto done;

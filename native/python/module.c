@@ -2,7 +2,8 @@
  * module.c: the mssql_cdc._native extension module: a thin CPython layer over the mssqlcdc C
  * library. One job per file: lsn_type.c (Lsn), connection.c (connect, Connection),
  * result_type.c (Result: Arrow stream and typed reads), params.c (argument conversion),
- * encode.c (encode_rows: Arrow to TDS rows, for the emulator), errors.c (status to exception, through mssql_cdc.errors).
+ * encode.c (encode_rows: Arrow to TDS rows, for the emulator), errors.c (status to exception,
+ * through mssql_cdc.errors).
  */
 #include "native_module.h"
 

@@ -267,8 +267,8 @@ static void test_guid_text(void **state) {
   one_col b;
   make_batch(&b, "u", 1, 0, NULL, offsets, text);
   mc_enc_column c = column(MC_ENC_GUID, 0);
-  const uint8_t want[] = {0xD1, 16,   0x33, 0x22, 0x11, 0x00, 0x55, 0x44, 0x77, 0x66,
-                          0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF};
+  const uint8_t want[] = {0xD1, 16,   0x33, 0x22, 0x11, 0x00, 0x55, 0x44, 0x77,
+                          0x66, 0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF};
   encode_ok(&c, &b, false, want, sizeof want);
 }
 
@@ -293,10 +293,14 @@ static void test_null_type_and_bad_batch(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_int_nullable_and_not), cmocka_unit_test(test_tinyint_range),
-      cmocka_unit_test(test_decimal_and_money),    cmocka_unit_test(test_nvarchar_and_padding),
-      cmocka_unit_test(test_plp_chunks),           cmocka_unit_test(test_temporal_text),
-      cmocka_unit_test(test_guid_text),            cmocka_unit_test(test_null_type_and_bad_batch),
+      cmocka_unit_test(test_int_nullable_and_not),
+      cmocka_unit_test(test_tinyint_range),
+      cmocka_unit_test(test_decimal_and_money),
+      cmocka_unit_test(test_nvarchar_and_padding),
+      cmocka_unit_test(test_plp_chunks),
+      cmocka_unit_test(test_temporal_text),
+      cmocka_unit_test(test_guid_text),
+      cmocka_unit_test(test_null_type_and_bad_batch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

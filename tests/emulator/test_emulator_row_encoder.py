@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
-import golden
 import pyarrow as pa
 import pytest
 
+import golden
 from mssql_cdc import _native
 from mssql_cdc.emulator import arrowrows, render
 from mssql_cdc.emulator.executor import Executor

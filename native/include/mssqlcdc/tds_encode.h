@@ -29,27 +29,27 @@ extern "C" {
 
 /* The wire form of a column. Arrow inputs each kind accepts are listed per kind. */
 typedef enum mc_enc_kind {
-  MC_ENC_INT = 1,     /* tinyint/smallint/int/bigint (size 1/2/4/8; 1 is unsigned): any
-                         Arrow integer */
-  MC_ENC_BIT,         /* bit: Arrow bool */
-  MC_ENC_FLOAT,       /* real (size 4) / float (size 8): Arrow float32 or float64 */
-  MC_ENC_DECIMAL,     /* decimal/numeric (size 5/9/13/17): Arrow decimal128 of the same scale */
-  MC_ENC_MONEY,       /* money (size 8) / smallmoney (size 4): Arrow decimal128 of scale 4 */
-  MC_ENC_GUID,        /* uniqueidentifier: Arrow string (8-4-4-4-12 hex) or fixed binary 16 */
-  MC_ENC_BINARY,      /* binary(n)/varbinary(n|max): Arrow binary */
-  MC_ENC_ROWVERSION,  /* timestamp/rowversion: Arrow binary (first 8 bytes, left-padded) */
-  MC_ENC_NCHAR,       /* nchar/nvarchar(n|max): Arrow string, sent as UTF-16LE */
-  MC_ENC_CHAR,        /* char/varchar(n|max): Arrow string; bytes as-is for a UTF-8 collation,
-                         else ASCII only (MC_EUNSUPPORTED for other text) */
-  MC_ENC_DATE,        /* date, time(s), datetime2(s), datetimeoffset(s), datetime,       */
-  MC_ENC_TIME,        /* smalldatetime: Arrow string in the canonical text forms          */
-  MC_ENC_DATETIME2,   /* YYYY-MM-DD, [YYYY-MM-DD ]HH:MM[:SS[.fffffffff]] and an optional    */
+  MC_ENC_INT = 1,        /* tinyint/smallint/int/bigint (size 1/2/4/8; 1 is unsigned): any
+                            Arrow integer */
+  MC_ENC_BIT,            /* bit: Arrow bool */
+  MC_ENC_FLOAT,          /* real (size 4) / float (size 8): Arrow float32 or float64 */
+  MC_ENC_DECIMAL,        /* decimal/numeric (size 5/9/13/17): Arrow decimal128 of the same scale */
+  MC_ENC_MONEY,          /* money (size 8) / smallmoney (size 4): Arrow decimal128 of scale 4 */
+  MC_ENC_GUID,           /* uniqueidentifier: Arrow string (8-4-4-4-12 hex) or fixed binary 16 */
+  MC_ENC_BINARY,         /* binary(n)/varbinary(n|max): Arrow binary */
+  MC_ENC_ROWVERSION,     /* timestamp/rowversion: Arrow binary (first 8 bytes, left-padded) */
+  MC_ENC_NCHAR,          /* nchar/nvarchar(n|max): Arrow string, sent as UTF-16LE */
+  MC_ENC_CHAR,           /* char/varchar(n|max): Arrow string; bytes as-is for a UTF-8 collation,
+                            else ASCII only (MC_EUNSUPPORTED for other text) */
+  MC_ENC_DATE,           /* date, time(s), datetime2(s), datetimeoffset(s), datetime,       */
+  MC_ENC_TIME,           /* smalldatetime: Arrow string in the canonical text forms          */
+  MC_ENC_DATETIME2,      /* YYYY-MM-DD, [YYYY-MM-DD ]HH:MM[:SS[.fffffffff]] and an optional    */
   MC_ENC_DATETIMEOFFSET, /* Z or +HH:MM / -HH:MM suffix; rounded as SQL Server rounds     */
   MC_ENC_DATETIME,
   MC_ENC_SMALLDATETIME,
-  MC_ENC_RAW          /* a value already encoded by the caller (length prefix and all): Arrow
-                         binary, copied as-is; lets a caller encode a type this file does not
-                         (sql_variant, xml, text) and still use it for the other columns */
+  MC_ENC_RAW /* a value already encoded by the caller (length prefix and all): Arrow
+                binary, copied as-is; lets a caller encode a type this file does not
+                (sql_variant, xml, text) and still use it for the other columns */
 } mc_enc_kind;
 
 typedef struct mc_enc_column {
@@ -82,8 +82,9 @@ MC_NODISCARD mc_status mc_tds_encode_rows(const mc_enc_column *cols, size_t ncol
                                           const struct ArrowArray *batch, bool nbcrow,
                                           mc_enc_buffer *out, mc_error *err);
 
-/* The canonical date/time text of one value as the wire bytes of `col` (kind DATE ... SMALLDATETIME),
- * without the length prefix. Writes at most 10 bytes to out and their count to *n. */
+/* The canonical date/time text of one value as the wire bytes of `col` (kind DATE ...
+ * SMALLDATETIME), without the length prefix. Writes at most 10 bytes to out and their count to *n.
+ */
 MC_NODISCARD mc_status mc_tds_encode_temporal_text(const mc_enc_column *col, const char *text,
                                                    size_t len, uint8_t out[10], size_t *n,
                                                    mc_error *err);

@@ -81,43 +81,56 @@ static mc_status parse_format(const char *f, col_in *c, mc_error *err) {
   if (f == NULL || f[0] == '\0') return mc_error_set(err, MC_EINVAL, "Arrow column without format");
   c->fmt = f[0];
   switch (f[0]) {
-  case 'n': case 'b': case 'c': case 'C': case 's': case 'S': case 'i': case 'I': case 'l':
-  case 'L': case 'f': case 'g': case 'u': case 'U': case 'z': case 'Z':
-    if (f[1] != '\0') break;
-    return MC_OK;
-  case 'd': {
-    /* d:precision,scale[,bitwidth] */
-    int p = 0, s = 0, w = 128;
-    const char *q = f + 1;
-    if (*q++ != ':') break;
-    char *endp;
-    long v = strtol(q, &endp, 10);
-    if (endp == q || *endp != ',') break;
-    p = (int)v;
-    q = endp + 1;
-    v = strtol(q, &endp, 10);
-    if (endp == q) break;
-    s = (int)v;
-    if (*endp == ',') {
+    case 'n':
+    case 'b':
+    case 'c':
+    case 'C':
+    case 's':
+    case 'S':
+    case 'i':
+    case 'I':
+    case 'l':
+    case 'L':
+    case 'f':
+    case 'g':
+    case 'u':
+    case 'U':
+    case 'z':
+    case 'Z':
+      if (f[1] != '\0') break;
+      return MC_OK;
+    case 'd': {
+      /* d:precision,scale[,bitwidth] */
+      int p = 0, s = 0, w = 128;
+      const char *q = f + 1;
+      if (*q++ != ':') break;
+      char *endp;
+      long v = strtol(q, &endp, 10);
+      if (endp == q || *endp != ',') break;
+      p = (int)v;
       q = endp + 1;
       v = strtol(q, &endp, 10);
       if (endp == q) break;
-      w = (int)v;
+      s = (int)v;
+      if (*endp == ',') {
+        q = endp + 1;
+        v = strtol(q, &endp, 10);
+        if (endp == q) break;
+        w = (int)v;
+      }
+      if (*endp != '\0' || w != 128 || p < 1 || p > 38) break;
+      c->dscale = s;
+      return MC_OK;
     }
-    if (*endp != '\0' || w != 128 || p < 1 || p > 38) break;
-    c->dscale = s;
-    return MC_OK;
-  }
-  case 'w': {
-    if (f[1] != ':') break;
-    char *endp;
-    long v = strtol(f + 2, &endp, 10);
-    if (endp == f + 2 || *endp != '\0' || v <= 0 || v > INT32_MAX) break;
-    c->fwidth = (int32_t)v;
-    return MC_OK;
-  }
-  default:
-    break;
+    case 'w': {
+      if (f[1] != ':') break;
+      char *endp;
+      long v = strtol(f + 2, &endp, 10);
+      if (endp == f + 2 || *endp != '\0' || v <= 0 || v > INT32_MAX) break;
+      c->fwidth = (int32_t)v;
+      return MC_OK;
+    }
+    default: break;
   }
   return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format \"%s\" is not encoded", f);
 }
@@ -172,11 +185,13 @@ static mc_status get_var(const col_in *c, int64_t i, const uint8_t **p, size_t *
     *n = (size_t)c->fwidth;
     return MC_OK;
   } else {
-    return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' where bytes were expected", c->fmt);
+    return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' where bytes were expected",
+                        c->fmt);
   }
   if (start < 0 || end < start) return mc_error_set(err, MC_EINVAL, "bad Arrow offsets");
   *p = (end > start) ? c->vdata + start : (const uint8_t *)"";
-  if (end > start && c->vdata == NULL) return mc_error_set(err, MC_EINVAL, "Arrow column without bytes");
+  if (end > start && c->vdata == NULL)
+    return mc_error_set(err, MC_EINVAL, "Arrow column without bytes");
   *n = (size_t)(end - start);
   return MC_OK;
 }
@@ -185,23 +200,57 @@ static mc_status get_int(const col_in *c, int64_t i, int64_t *v, mc_error *err) 
   int64_t j = c->off + i;
   const uint8_t *p = c->data;
   switch (c->fmt) {
-  case 'c': { int8_t x; memcpy(&x, p + j, 1); *v = x; return MC_OK; }
-  case 'C': { uint8_t x; memcpy(&x, p + j, 1); *v = x; return MC_OK; }
-  case 's': { int16_t x; memcpy(&x, p + 2 * j, 2); *v = x; return MC_OK; }
-  case 'S': { uint16_t x; memcpy(&x, p + 2 * j, 2); *v = x; return MC_OK; }
-  case 'i': { int32_t x; memcpy(&x, p + 4 * j, 4); *v = x; return MC_OK; }
-  case 'I': { uint32_t x; memcpy(&x, p + 4 * j, 4); *v = x; return MC_OK; }
-  case 'l': { memcpy(v, p + 8 * j, 8); return MC_OK; }
-  case 'L': {
-    uint64_t x;
-    memcpy(&x, p + 8 * j, 8);
-    if (x > (uint64_t)INT64_MAX) return mc_error_set(err, MC_ERANGE, "integer out of range");
-    *v = (int64_t)x;
-    return MC_OK;
-  }
-  case 'b': *v = (p[j >> 3] >> (j & 7)) & 1; return MC_OK;
-  default:
-    return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' where an integer was expected", c->fmt);
+    case 'c': {
+      int8_t x;
+      memcpy(&x, p + j, 1);
+      *v = x;
+      return MC_OK;
+    }
+    case 'C': {
+      uint8_t x;
+      memcpy(&x, p + j, 1);
+      *v = x;
+      return MC_OK;
+    }
+    case 's': {
+      int16_t x;
+      memcpy(&x, p + 2 * j, 2);
+      *v = x;
+      return MC_OK;
+    }
+    case 'S': {
+      uint16_t x;
+      memcpy(&x, p + 2 * j, 2);
+      *v = x;
+      return MC_OK;
+    }
+    case 'i': {
+      int32_t x;
+      memcpy(&x, p + 4 * j, 4);
+      *v = x;
+      return MC_OK;
+    }
+    case 'I': {
+      uint32_t x;
+      memcpy(&x, p + 4 * j, 4);
+      *v = x;
+      return MC_OK;
+    }
+    case 'l': {
+      memcpy(v, p + 8 * j, 8);
+      return MC_OK;
+    }
+    case 'L': {
+      uint64_t x;
+      memcpy(&x, p + 8 * j, 8);
+      if (x > (uint64_t)INT64_MAX) return mc_error_set(err, MC_ERANGE, "integer out of range");
+      *v = (int64_t)x;
+      return MC_OK;
+    }
+    case 'b': *v = (p[j >> 3] >> (j & 7)) & 1; return MC_OK;
+    default:
+      return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' where an integer was expected",
+                          c->fmt);
   }
 }
 
@@ -246,10 +295,20 @@ static mc_status utf16_units(const uint8_t *s, size_t n, size_t *units, mc_error
     }
     size_t len;
     uint32_t cp, min;
-    if ((b & 0xE0) == 0xC0) { len = 2; cp = b & 0x1Fu; min = 0x80; }
-    else if ((b & 0xF0) == 0xE0) { len = 3; cp = b & 0x0Fu; min = 0x800; }
-    else if ((b & 0xF8) == 0xF0) { len = 4; cp = b & 0x07u; min = 0x10000; }
-    else return mc_error_set(err, MC_EINVAL, "invalid UTF-8 text");
+    if ((b & 0xE0) == 0xC0) {
+      len = 2;
+      cp = b & 0x1Fu;
+      min = 0x80;
+    } else if ((b & 0xF0) == 0xE0) {
+      len = 3;
+      cp = b & 0x0Fu;
+      min = 0x800;
+    } else if ((b & 0xF8) == 0xF0) {
+      len = 4;
+      cp = b & 0x07u;
+      min = 0x10000;
+    } else
+      return mc_error_set(err, MC_EINVAL, "invalid UTF-8 text");
     if (n - i < len) return mc_error_set(err, MC_EINVAL, "truncated UTF-8 text");
     for (size_t k = 1; k < len; k++) {
       if ((s[i + k] & 0xC0) != 0x80) return mc_error_set(err, MC_EINVAL, "invalid UTF-8 text");
@@ -331,20 +390,25 @@ static mc_status put_data(const mc_enc_column *col, mc_enc_buffer *b, const uint
   if (col->plp) {
     MC_RETURN_NOT_OK(need(b, plp_room(bytes), err));
     size_t start = b->len;
-    if (wide) utf8_to_utf16(s, n, b->data + start + 12);
-    else if (n) memcpy(b->data + start + 12, s, n);
+    if (wide)
+      utf8_to_utf16(s, n, b->data + start + 12);
+    else if (n)
+      memcpy(b->data + start + 12, s, n);
     plp_frame(b, start, bytes);
     return MC_OK;
   }
   size_t width = col->width;
   size_t total = width ? width : bytes;
-  if (total > 0xFFFF) return mc_error_set(err, MC_ERANGE, "value of %zu bytes without (max)", total);
+  if (total > 0xFFFF)
+    return mc_error_set(err, MC_ERANGE, "value of %zu bytes without (max)", total);
   size_t room = 2 + (bytes > total ? bytes : total);
   MC_RETURN_NOT_OK(need(b, room, err));
   size_t start = b->len;
   put_le(b, total, 2);
-  if (wide) utf8_to_utf16(s, n, b->data + b->len);
-  else if (n) memcpy(b->data + b->len, s, n);
+  if (wide)
+    utf8_to_utf16(s, n, b->data + b->len);
+  else if (n)
+    memcpy(b->data + b->len, s, n);
   if (bytes >= total) {
     b->len += total; /* truncated to the width */
   } else {
@@ -394,155 +458,159 @@ static mc_status put_guid(const col_in *c, int64_t i, mc_enc_buffer *b, mc_error
   return MC_OK;
 }
 
-static mc_status put_value(const mc_enc_column *col, const col_in *c, int64_t i,
-                           mc_enc_buffer *b, mc_error *err) {
+static mc_status put_value(const mc_enc_column *col, const col_in *c, int64_t i, mc_enc_buffer *b,
+                           mc_error *err) {
   switch (col->kind) {
-  case MC_ENC_INT: {
-    int64_t v;
-    MC_RETURN_NOT_OK(get_int(c, i, &v, err));
-    bool ok = col->size == 1   ? (v >= 0 && v <= 255)
-              : col->size == 2 ? (v >= INT16_MIN && v <= INT16_MAX)
-              : col->size == 4 ? (v >= INT32_MIN && v <= INT32_MAX)
-                               : col->size == 8;
-    if (!ok) return mc_error_set(err, MC_ERANGE, "integer out of range of %u bytes", col->size);
-    MC_RETURN_NOT_OK(need(b, 9, err));
-    if (col->nullable) put_u8(b, col->size);
-    put_le(b, (uint64_t)v, col->size);
-    return MC_OK;
-  }
-  case MC_ENC_BIT: {
-    int64_t v;
-    MC_RETURN_NOT_OK(get_int(c, i, &v, err));
-    MC_RETURN_NOT_OK(need(b, 2, err));
-    if (col->nullable) put_u8(b, 1);
-    put_u8(b, v != 0);
-    return MC_OK;
-  }
-  case MC_ENC_FLOAT: {
-    double d;
-    int64_t j = c->off + i;
-    if (c->fmt == 'g') {
-      memcpy(&d, c->data + 8 * j, 8);
-    } else if (c->fmt == 'f') {
-      float f;
-      memcpy(&f, c->data + 4 * j, 4);
-      d = f;
-    } else {
-      return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' for a float column", c->fmt);
-    }
-    MC_RETURN_NOT_OK(need(b, 9, err));
-    if (col->nullable) put_u8(b, col->size);
-    if (col->size == 4) {
-      float f = (float)d;
-      if (isinf(f) && !isinf(d)) return mc_error_set(err, MC_ERANGE, "float out of real's range");
-      uint32_t u;
-      memcpy(&u, &f, 4);
-      put_le(b, u, 4);
-    } else {
-      uint64_t u;
-      memcpy(&u, &d, 8);
-      put_le(b, u, 8);
-    }
-    return MC_OK;
-  }
-  case MC_ENC_DECIMAL:
-  case MC_ENC_MONEY: {
-    if (c->fmt != 'd' || c->dscale != col->scale)
-      return mc_error_set(err, MC_EUNSUPPORTED, "decimal column from another Arrow type or scale");
-    bool neg;
-    uint64_t hi, lo;
-    get_dec(c, i, &neg, &hi, &lo);
-    MC_RETURN_NOT_OK(need(b, 17, err));
-    if (col->kind == MC_ENC_DECIMAL) {
-      if (!fits_precision(hi, lo, col->precision))
-        return mc_error_set(err, MC_ERANGE, "decimal above precision %u", col->precision);
-      put_u8(b, col->size);
-      put_u8(b, neg && (hi | lo) ? 0 : 1);
-      size_t m = (size_t)col->size - 1;
-      put_le(b, lo, m < 8 ? m : 8);
-      if (m > 8) put_le(b, hi, m - 8);
+    case MC_ENC_INT: {
+      int64_t v;
+      MC_RETURN_NOT_OK(get_int(c, i, &v, err));
+      bool ok = col->size == 1   ? (v >= 0 && v <= 255)
+                : col->size == 2 ? (v >= INT16_MIN && v <= INT16_MAX)
+                : col->size == 4 ? (v >= INT32_MIN && v <= INT32_MAX)
+                                 : col->size == 8;
+      if (!ok) return mc_error_set(err, MC_ERANGE, "integer out of range of %u bytes", col->size);
+      MC_RETURN_NOT_OK(need(b, 9, err));
+      if (col->nullable) put_u8(b, col->size);
+      put_le(b, (uint64_t)v, col->size);
       return MC_OK;
     }
-    /* money: the signed count of 1/10000 must fit int64 (money) or int32 (smallmoney) */
-    uint64_t limit = col->size == 8 ? (uint64_t)INT64_MAX : (uint64_t)INT32_MAX;
-    if (hi != 0 || lo > limit + (neg ? 1 : 0)) return mc_error_set(err, MC_ERANGE, "money out of range");
-    uint64_t units = neg ? (uint64_t)0 - lo : lo; /* two's complement */
-    if (col->nullable) put_u8(b, col->size);
-    if (col->size == 8) {
-      put_le(b, units >> 32, 4);
-      put_le(b, units & 0xFFFFFFFFu, 4);
-    } else {
-      put_le(b, units & 0xFFFFFFFFu, 4);
+    case MC_ENC_BIT: {
+      int64_t v;
+      MC_RETURN_NOT_OK(get_int(c, i, &v, err));
+      MC_RETURN_NOT_OK(need(b, 2, err));
+      if (col->nullable) put_u8(b, 1);
+      put_u8(b, v != 0);
+      return MC_OK;
     }
-    return MC_OK;
-  }
-  case MC_ENC_GUID:
-    return put_guid(c, i, b, err);
-  case MC_ENC_BINARY: {
-    if (c->fmt != 'z' && c->fmt != 'Z' && c->fmt != 'w')
-      return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' for a binary column", c->fmt);
-    const uint8_t *p;
-    size_t n;
-    MC_RETURN_NOT_OK(get_var(c, i, &p, &n, err));
-    return put_data(col, b, p, n, false, 0x00, err);
-  }
-  case MC_ENC_ROWVERSION: {
-    if (c->fmt != 'z' && c->fmt != 'Z' && c->fmt != 'w')
-      return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' for a rowversion", c->fmt);
-    const uint8_t *p;
-    size_t n;
-    MC_RETURN_NOT_OK(get_var(c, i, &p, &n, err));
-    if (n > 8) n = 8;
-    MC_RETURN_NOT_OK(need(b, 10, err));
-    put_le(b, 8, 2);
-    for (size_t k = n; k < 8; k++) put_u8(b, 0);
-    put_bytes(b, p, n);
-    return MC_OK;
-  }
-  case MC_ENC_NCHAR:
-  case MC_ENC_CHAR: {
-    if (c->fmt != 'u' && c->fmt != 'U')
-      return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' for a character column", c->fmt);
-    const uint8_t *p;
-    size_t n;
-    MC_RETURN_NOT_OK(get_var(c, i, &p, &n, err));
-    bool wide = col->kind == MC_ENC_NCHAR;
-    if (!wide && !col->utf8) {
-      for (size_t k = 0; k < n; k++)
-        if (p[k] >= 0x80) return mc_error_set(err, MC_EUNSUPPORTED, "non-ASCII text for a code page");
+    case MC_ENC_FLOAT: {
+      double d;
+      int64_t j = c->off + i;
+      if (c->fmt == 'g') {
+        memcpy(&d, c->data + 8 * j, 8);
+      } else if (c->fmt == 'f') {
+        float f;
+        memcpy(&f, c->data + 4 * j, 4);
+        d = f;
+      } else {
+        return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' for a float column", c->fmt);
+      }
+      MC_RETURN_NOT_OK(need(b, 9, err));
+      if (col->nullable) put_u8(b, col->size);
+      if (col->size == 4) {
+        float f = (float)d;
+        if (isinf(f) && !isinf(d)) return mc_error_set(err, MC_ERANGE, "float out of real's range");
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        put_le(b, u, 4);
+      } else {
+        uint64_t u;
+        memcpy(&u, &d, 8);
+        put_le(b, u, 8);
+      }
+      return MC_OK;
     }
-    return put_data(col, b, p, n, wide, 0x20, err);
-  }
-  case MC_ENC_RAW: {
-    if (c->fmt != 'z' && c->fmt != 'Z')
-      return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' for encoded values", c->fmt);
-    const uint8_t *p;
-    size_t n;
-    MC_RETURN_NOT_OK(get_var(c, i, &p, &n, err));
-    MC_RETURN_NOT_OK(need(b, n, err));
-    put_bytes(b, p, n);
-    return MC_OK;
-  }
-  case MC_ENC_DATE:
-  case MC_ENC_TIME:
-  case MC_ENC_DATETIME2:
-  case MC_ENC_DATETIMEOFFSET:
-  case MC_ENC_DATETIME:
-  case MC_ENC_SMALLDATETIME: {
-    if (c->fmt != 'u' && c->fmt != 'U')
-      return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' for a date/time column", c->fmt);
-    const uint8_t *p;
-    size_t n;
-    MC_RETURN_NOT_OK(get_var(c, i, &p, &n, err));
-    uint8_t v[10];
-    size_t len;
-    MC_RETURN_NOT_OK(mc_tds_encode_temporal_text(col, (const char *)p, n, v, &len, err));
-    MC_RETURN_NOT_OK(need(b, 11, err));
-    bool fixed = col->kind == MC_ENC_DATETIME || col->kind == MC_ENC_SMALLDATETIME;
-    if (col->nullable || !fixed) put_u8(b, (uint8_t)len);
-    put_bytes(b, v, len);
-    return MC_OK;
-  }
+    case MC_ENC_DECIMAL:
+    case MC_ENC_MONEY: {
+      if (c->fmt != 'd' || c->dscale != col->scale)
+        return mc_error_set(err, MC_EUNSUPPORTED,
+                            "decimal column from another Arrow type or scale");
+      bool neg;
+      uint64_t hi, lo;
+      get_dec(c, i, &neg, &hi, &lo);
+      MC_RETURN_NOT_OK(need(b, 17, err));
+      if (col->kind == MC_ENC_DECIMAL) {
+        if (!fits_precision(hi, lo, col->precision))
+          return mc_error_set(err, MC_ERANGE, "decimal above precision %u", col->precision);
+        put_u8(b, col->size);
+        put_u8(b, neg && (hi | lo) ? 0 : 1);
+        size_t m = (size_t)col->size - 1;
+        put_le(b, lo, m < 8 ? m : 8);
+        if (m > 8) put_le(b, hi, m - 8);
+        return MC_OK;
+      }
+      /* money: the signed count of 1/10000 must fit int64 (money) or int32 (smallmoney) */
+      uint64_t limit = col->size == 8 ? (uint64_t)INT64_MAX : (uint64_t)INT32_MAX;
+      if (hi != 0 || lo > limit + (neg ? 1 : 0))
+        return mc_error_set(err, MC_ERANGE, "money out of range");
+      uint64_t units = neg ? (uint64_t)0 - lo : lo; /* two's complement */
+      if (col->nullable) put_u8(b, col->size);
+      if (col->size == 8) {
+        put_le(b, units >> 32, 4);
+        put_le(b, units & 0xFFFFFFFFu, 4);
+      } else {
+        put_le(b, units & 0xFFFFFFFFu, 4);
+      }
+      return MC_OK;
+    }
+    case MC_ENC_GUID: return put_guid(c, i, b, err);
+    case MC_ENC_BINARY: {
+      if (c->fmt != 'z' && c->fmt != 'Z' && c->fmt != 'w')
+        return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' for a binary column", c->fmt);
+      const uint8_t *p;
+      size_t n;
+      MC_RETURN_NOT_OK(get_var(c, i, &p, &n, err));
+      return put_data(col, b, p, n, false, 0x00, err);
+    }
+    case MC_ENC_ROWVERSION: {
+      if (c->fmt != 'z' && c->fmt != 'Z' && c->fmt != 'w')
+        return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' for a rowversion", c->fmt);
+      const uint8_t *p;
+      size_t n;
+      MC_RETURN_NOT_OK(get_var(c, i, &p, &n, err));
+      if (n > 8) n = 8;
+      MC_RETURN_NOT_OK(need(b, 10, err));
+      put_le(b, 8, 2);
+      for (size_t k = n; k < 8; k++) put_u8(b, 0);
+      put_bytes(b, p, n);
+      return MC_OK;
+    }
+    case MC_ENC_NCHAR:
+    case MC_ENC_CHAR: {
+      if (c->fmt != 'u' && c->fmt != 'U')
+        return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' for a character column",
+                            c->fmt);
+      const uint8_t *p;
+      size_t n;
+      MC_RETURN_NOT_OK(get_var(c, i, &p, &n, err));
+      bool wide = col->kind == MC_ENC_NCHAR;
+      if (!wide && !col->utf8) {
+        for (size_t k = 0; k < n; k++)
+          if (p[k] >= 0x80)
+            return mc_error_set(err, MC_EUNSUPPORTED, "non-ASCII text for a code page");
+      }
+      return put_data(col, b, p, n, wide, 0x20, err);
+    }
+    case MC_ENC_RAW: {
+      if (c->fmt != 'z' && c->fmt != 'Z')
+        return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' for encoded values", c->fmt);
+      const uint8_t *p;
+      size_t n;
+      MC_RETURN_NOT_OK(get_var(c, i, &p, &n, err));
+      MC_RETURN_NOT_OK(need(b, n, err));
+      put_bytes(b, p, n);
+      return MC_OK;
+    }
+    case MC_ENC_DATE:
+    case MC_ENC_TIME:
+    case MC_ENC_DATETIME2:
+    case MC_ENC_DATETIMEOFFSET:
+    case MC_ENC_DATETIME:
+    case MC_ENC_SMALLDATETIME: {
+      if (c->fmt != 'u' && c->fmt != 'U')
+        return mc_error_set(err, MC_EUNSUPPORTED, "Arrow format '%c' for a date/time column",
+                            c->fmt);
+      const uint8_t *p;
+      size_t n;
+      MC_RETURN_NOT_OK(get_var(c, i, &p, &n, err));
+      uint8_t v[10];
+      size_t len;
+      MC_RETURN_NOT_OK(mc_tds_encode_temporal_text(col, (const char *)p, n, v, &len, err));
+      MC_RETURN_NOT_OK(need(b, 11, err));
+      bool fixed = col->kind == MC_ENC_DATETIME || col->kind == MC_ENC_SMALLDATETIME;
+      if (col->nullable || !fixed) put_u8(b, (uint8_t)len);
+      put_bytes(b, v, len);
+      return MC_OK;
+    }
   }
   return mc_error_set(err, MC_EINVAL, "unknown column kind %d", (int)col->kind);
 }
@@ -551,55 +619,69 @@ static mc_status put_value(const mc_enc_column *col, const col_in *c, int64_t i,
 static mc_status put_null(const mc_enc_column *col, mc_enc_buffer *b, mc_error *err) {
   MC_RETURN_NOT_OK(need(b, 8, err));
   switch (col->kind) {
-  case MC_ENC_INT: case MC_ENC_BIT: case MC_ENC_FLOAT: case MC_ENC_MONEY: case MC_ENC_DATETIME:
-  case MC_ENC_SMALLDATETIME:
-    if (!col->nullable) return mc_error_set(err, MC_EINVAL, "NULL in a NOT NULL column");
-    put_u8(b, 0);
-    return MC_OK;
-  case MC_ENC_DECIMAL: case MC_ENC_GUID: case MC_ENC_DATE: case MC_ENC_TIME:
-  case MC_ENC_DATETIME2: case MC_ENC_DATETIMEOFFSET:
-    put_u8(b, 0);
-    return MC_OK;
-  case MC_ENC_ROWVERSION:
-    put_le(b, 0xFFFF, 2);
-    return MC_OK;
-  case MC_ENC_BINARY: case MC_ENC_NCHAR: case MC_ENC_CHAR:
-    if (col->plp) put_le(b, UINT64_MAX, 8);
-    else put_le(b, 0xFFFF, 2);
-    return MC_OK;
-  case MC_ENC_RAW:
-    return mc_error_set(err, MC_EINVAL, "NULL where an encoded value was expected");
+    case MC_ENC_INT:
+    case MC_ENC_BIT:
+    case MC_ENC_FLOAT:
+    case MC_ENC_MONEY:
+    case MC_ENC_DATETIME:
+    case MC_ENC_SMALLDATETIME:
+      if (!col->nullable) return mc_error_set(err, MC_EINVAL, "NULL in a NOT NULL column");
+      put_u8(b, 0);
+      return MC_OK;
+    case MC_ENC_DECIMAL:
+    case MC_ENC_GUID:
+    case MC_ENC_DATE:
+    case MC_ENC_TIME:
+    case MC_ENC_DATETIME2:
+    case MC_ENC_DATETIMEOFFSET: put_u8(b, 0); return MC_OK;
+    case MC_ENC_ROWVERSION: put_le(b, 0xFFFF, 2); return MC_OK;
+    case MC_ENC_BINARY:
+    case MC_ENC_NCHAR:
+    case MC_ENC_CHAR:
+      if (col->plp)
+        put_le(b, UINT64_MAX, 8);
+      else
+        put_le(b, 0xFFFF, 2);
+      return MC_OK;
+    case MC_ENC_RAW:
+      return mc_error_set(err, MC_EINVAL, "NULL where an encoded value was expected");
   }
   return mc_error_set(err, MC_EINVAL, "unknown column kind %d", (int)col->kind);
 }
 
 static mc_status check_column(const mc_enc_column *col, mc_error *err) {
   switch (col->kind) {
-  case MC_ENC_INT:
-    if (col->size != 1 && col->size != 2 && col->size != 4 && col->size != 8) break;
-    return MC_OK;
-  case MC_ENC_FLOAT:
-  case MC_ENC_MONEY:
-    if (col->size != 4 && col->size != 8) break;
-    if (col->kind == MC_ENC_MONEY && col->scale != 4) break;
-    return MC_OK;
-  case MC_ENC_DECIMAL: {
-    int p = col->precision;
-    int size = p <= 9 ? 5 : (p <= 19 ? 9 : (p <= 28 ? 13 : 17));
-    if (p < 1 || p > 38 || col->scale > p || col->size != size) break;
-    return MC_OK;
-  }
-  case MC_ENC_TIME:
-  case MC_ENC_DATETIME2:
-  case MC_ENC_DATETIMEOFFSET:
-    if (col->scale > 7) break;
-    return MC_OK;
-  case MC_ENC_NCHAR:
-    if (col->width % 2) break;
-    return MC_OK;
-  case MC_ENC_BIT: case MC_ENC_GUID: case MC_ENC_BINARY: case MC_ENC_ROWVERSION: case MC_ENC_CHAR:
-  case MC_ENC_DATE: case MC_ENC_DATETIME: case MC_ENC_SMALLDATETIME: case MC_ENC_RAW:
-    return MC_OK;
+    case MC_ENC_INT:
+      if (col->size != 1 && col->size != 2 && col->size != 4 && col->size != 8) break;
+      return MC_OK;
+    case MC_ENC_FLOAT:
+    case MC_ENC_MONEY:
+      if (col->size != 4 && col->size != 8) break;
+      if (col->kind == MC_ENC_MONEY && col->scale != 4) break;
+      return MC_OK;
+    case MC_ENC_DECIMAL: {
+      int p = col->precision;
+      int size = p <= 9 ? 5 : (p <= 19 ? 9 : (p <= 28 ? 13 : 17));
+      if (p < 1 || p > 38 || col->scale > p || col->size != size) break;
+      return MC_OK;
+    }
+    case MC_ENC_TIME:
+    case MC_ENC_DATETIME2:
+    case MC_ENC_DATETIMEOFFSET:
+      if (col->scale > 7) break;
+      return MC_OK;
+    case MC_ENC_NCHAR:
+      if (col->width % 2) break;
+      return MC_OK;
+    case MC_ENC_BIT:
+    case MC_ENC_GUID:
+    case MC_ENC_BINARY:
+    case MC_ENC_ROWVERSION:
+    case MC_ENC_CHAR:
+    case MC_ENC_DATE:
+    case MC_ENC_DATETIME:
+    case MC_ENC_SMALLDATETIME:
+    case MC_ENC_RAW: return MC_OK;
   }
   return mc_error_set(err, MC_EINVAL, "bad column description (kind %d, size %u, scale %u)",
                       (int)col->kind, col->size, col->scale);
@@ -648,9 +730,9 @@ mc_status mc_tds_encode_rows(const mc_enc_column *cols, size_t ncols,
     for (size_t k = 0; k < ncols && st == MC_OK; k++) {
       if (is_null(&in[k], i)) {
         const mc_enc_column *col = &cols[k];
-        bool fixed = col->kind == MC_ENC_INT || col->kind == MC_ENC_BIT || col->kind == MC_ENC_FLOAT ||
-                     col->kind == MC_ENC_MONEY || col->kind == MC_ENC_DATETIME ||
-                     col->kind == MC_ENC_SMALLDATETIME;
+        bool fixed = col->kind == MC_ENC_INT || col->kind == MC_ENC_BIT ||
+                     col->kind == MC_ENC_FLOAT || col->kind == MC_ENC_MONEY ||
+                     col->kind == MC_ENC_DATETIME || col->kind == MC_ENC_SMALLDATETIME;
         if ((fixed && !col->nullable) || col->kind == MC_ENC_RAW)
           st = mc_error_set(err, MC_EINVAL, "NULL in a NOT NULL column or an encoded column");
         out->data[bits + k / 8] |= (uint8_t)(1u << (k % 8));

@@ -194,7 +194,8 @@ static mc_status encode_datetime(parsed *v, uint8_t out[10], size_t *n, mc_error
   }
   int64_t d1900 = days - DAYS_TO_1900;
   int64_t th = (ticks * 300 + TICKS_PER_SECOND / 2) / TICKS_PER_SECOND;
-  if (d1900 < INT32_MIN || d1900 > INT32_MAX) return mc_error_set(err, MC_ERANGE, "datetime out of range");
+  if (d1900 < INT32_MIN || d1900 > INT32_MAX)
+    return mc_error_set(err, MC_ERANGE, "datetime out of range");
   put_le(out, (uint64_t)(uint32_t)(int32_t)d1900, 4);
   put_le(out + 4, (uint64_t)th, 4);
   *n = 8;
@@ -218,20 +219,17 @@ mc_status mc_tds_encode_temporal_text(const mc_enc_column *col, const char *text
   parsed v;
   MC_RETURN_NOT_OK(parse(text, len, &v, err));
   switch (col->kind) {
-  case MC_ENC_DATE:
-    put_le(out, (uint64_t)(v.has_date ? v.days : 0), 3);
-    *n = 3;
-    return MC_OK;
-  case MC_ENC_DATETIME:
-    return encode_datetime(&v, out, n, err);
-  case MC_ENC_SMALLDATETIME:
-    return encode_smalldatetime(&v, out, n, err);
-  case MC_ENC_TIME:
-  case MC_ENC_DATETIME2:
-  case MC_ENC_DATETIMEOFFSET:
-    break;
-  default:
-    return mc_error_set(err, MC_EINVAL, "column kind %d is not a date/time kind", (int)col->kind);
+    case MC_ENC_DATE:
+      put_le(out, (uint64_t)(v.has_date ? v.days : 0), 3);
+      *n = 3;
+      return MC_OK;
+    case MC_ENC_DATETIME: return encode_datetime(&v, out, n, err);
+    case MC_ENC_SMALLDATETIME: return encode_smalldatetime(&v, out, n, err);
+    case MC_ENC_TIME:
+    case MC_ENC_DATETIME2:
+    case MC_ENC_DATETIMEOFFSET: break;
+    default:
+      return mc_error_set(err, MC_EINVAL, "column kind %d is not a date/time kind", (int)col->kind);
   }
   if (col->scale > 7) return mc_error_set(err, MC_EINVAL, "scale %u above 7", col->scale);
   round_ticks(&v, POW10[7 - col->scale]);

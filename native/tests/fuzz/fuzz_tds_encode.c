@@ -42,29 +42,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   buffers[2] = value;
   int64_t n_buffers = 3;
   switch (col.kind) {
-  case MC_ENC_INT:
-  case MC_ENC_FLOAT:
-  case MC_ENC_MONEY:
-    col.size = col.kind == MC_ENC_INT ? sizes[data[3] % 4] : (data[3] & 1 ? 8 : 4);
-    if (col.kind == MC_ENC_MONEY) col.scale = 4;
-    format = col.kind == MC_ENC_INT ? "l" : (col.kind == MC_ENC_FLOAT ? "g" : "d:19,4");
-    break;
-  case MC_ENC_DECIMAL:
-    col.size = dec_sizes[data[3] % 4];
-    col.precision = dec_precisions[data[3] % 4];
-    col.scale = (uint8_t)(col.scale % (col.precision + 1));
-    format = col.scale == 0 ? "d:38,0" : "d:38,4";
-    break;
-  case MC_ENC_BIT:
-    format = "b";
-    break;
-  case MC_ENC_BINARY:
-  case MC_ENC_ROWVERSION:
-  case MC_ENC_RAW:
-    format = "z";
-    break;
-  default:
-    break;
+    case MC_ENC_INT:
+    case MC_ENC_FLOAT:
+    case MC_ENC_MONEY:
+      col.size = col.kind == MC_ENC_INT ? sizes[data[3] % 4] : (data[3] & 1 ? 8 : 4);
+      if (col.kind == MC_ENC_MONEY) col.scale = 4;
+      format = col.kind == MC_ENC_INT ? "l" : (col.kind == MC_ENC_FLOAT ? "g" : "d:19,4");
+      break;
+    case MC_ENC_DECIMAL:
+      col.size = dec_sizes[data[3] % 4];
+      col.precision = dec_precisions[data[3] % 4];
+      col.scale = (uint8_t)(col.scale % (col.precision + 1));
+      format = col.scale == 0 ? "d:38,0" : "d:38,4";
+      break;
+    case MC_ENC_BIT: format = "b"; break;
+    case MC_ENC_BINARY:
+    case MC_ENC_ROWVERSION:
+    case MC_ENC_RAW: format = "z"; break;
+    default: break;
   }
   uint8_t fixed[16 * 2];
   if (format[0] != 'u' && format[0] != 'z') {

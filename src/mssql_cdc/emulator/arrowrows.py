@@ -164,8 +164,8 @@ def encode_rows(columns: Sequence[Column], rows: Sequence[tuple[object, ...]]) -
     if not isinstance(rows, ArrowRows) or rows.table.num_columns != len(columns):
         return None
     try:
-        from mssql_cdc import _native  # noqa: PLC0415 (the extension is optional at import)
-        from mssql_cdc.errors import MssqlCdcError  # noqa: PLC0415
+        from mssql_cdc import _native
+        from mssql_cdc.errors import MssqlCdcError
     except ImportError:
         return None
     table = rows.table
