@@ -11,7 +11,9 @@ modified datetime2(3)) directly in the engine, N rows in the source table and N 
 each with the C encoder (``encoder=C``) and with the Python encoder it replaced
 (``encoder=python``, the same run, on fewer rows because it is slow). Per case it prints the
 in-process time (engine query plus TDS encoding) and the end-to-end time of one connection of
-the native client reading every row into Arrow: the serving rate a client sees.
+the native client reading every row into Arrow: the serving rate a client sees. Wall seconds
+and the CPU seconds of the process (server and client share it) are both shown: on a loaded
+machine the CPU figure says what one core does.
 
     .venv/bin/python bench/emulator_rate.py [--rows 1000000] [--python-rows 100000]
 """
@@ -84,10 +86,11 @@ def python_encoder() -> Iterator[None]:
         render.encode_rows = saved
 
 
-def timed(fn: Callable[[], int]) -> tuple[int, float]:
-    started = time.perf_counter()
+def timed(fn: Callable[[], int]) -> tuple[int, float, float]:
+    """Rows, wall seconds and CPU seconds of this process (server and client share it)."""
+    started, cpu = time.perf_counter(), time.process_time()
     count = fn()
-    return count, time.perf_counter() - started
+    return count, time.perf_counter() - started, time.process_time() - cpu
 
 
 def main() -> int:
@@ -100,7 +103,7 @@ def main() -> int:
     with Emulator() as emu:
         fill(emu, args.rows)
         text = f"Server=tcp:{emu.host},{emu.port};Encrypt=no"
-        table: list[tuple[str, str, int, float]] = []
+        table: list[tuple[str, str, int, float, float]] = []
         for encoder, limit in (("C", args.rows), ("python", args.python_rows)):
             top = "" if limit >= args.rows else f"TOP ({limit}) "
             for shape, query in (("change", CHANGES), ("snapshot", SNAPSHOT)):
@@ -127,9 +130,11 @@ def main() -> int:
                     table.append(
                         (f"{shape}, one connection, native client", encoder, count, seconds)
                     )
-    print(f"{'measure':<42} {'encoder':>8} {'rows':>10} {'seconds':>8} {'rows/s':>11}")
-    for name, encoder, count, seconds in table:
-        print(f"{name:<42} {encoder:>8} {count:>10,} {seconds:>8.2f} {count / seconds:>11,.0f}")
+    head = f"{'measure':<42} {'encoder':>8} {'rows':>10} {'seconds':>8} {'rows/s':>11}"
+    print(f"{head} {'cpu s':>7} {'rows/cpu s':>11}")
+    for name, encoder, count, seconds, cpu in table:
+        line = f"{name:<42} {encoder:>8} {count:>10,} {seconds:>8.2f} {count / seconds:>11,.0f}"
+        print(f"{line} {cpu:>7.2f} {count / max(cpu, 1e-9):>11,.0f}")
     return 0
 
 

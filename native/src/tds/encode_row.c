@@ -52,10 +52,18 @@ static inline mc_status need(mc_enc_buffer *b, size_t n, mc_error *err) {
   return mc_enc_buffer_reserve(b, n, err);
 }
 
-/* Unchecked appends, each after a need() that covers them. */
-static inline void put_u8(mc_enc_buffer *b, uint8_t v) { b->data[b->len++] = v; }
+/* Unchecked appends, each after a need() that covers them. Each writes through a local pointer
+ * and updates len once: a store through uint8_t * may alias b->len, so writing byte by byte
+ * through b would reload and store len for every byte. */
+static inline void put_u8(mc_enc_buffer *b, uint8_t v) {
+  size_t at = b->len;
+  b->data[at] = v;
+  b->len = at + 1;
+}
 static inline void put_le(mc_enc_buffer *b, uint64_t v, size_t n) {
-  for (size_t i = 0; i < n; i++) b->data[b->len++] = (uint8_t)(v >> (8 * i));
+  uint8_t *w = b->data + b->len;
+  for (size_t i = 0; i < n; i++) w[i] = (uint8_t)(v >> (8 * i));
+  b->len += n;
 }
 static inline void put_bytes(mc_enc_buffer *b, const void *p, size_t n) {
   if (n) memcpy(b->data + b->len, p, n);
@@ -424,12 +432,11 @@ static mc_status put_data(const mc_enc_column *col, mc_enc_buffer *b, const uint
   return MC_OK;
 }
 
-static int hexval(uint8_t ch) {
-  if (ch >= '0' && ch <= '9') return ch - '0';
-  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-  if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-  return -1;
-}
+/* Hex digit values plus one; 0 for a byte that is not a hex digit. */
+static const uint8_t hex_table[256] = {
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16};
 
 static mc_status put_guid(const col_in *c, int64_t i, mc_enc_buffer *b, mc_error *err) {
   const uint8_t *p;
@@ -442,19 +449,22 @@ static mc_status put_guid(const col_in *c, int64_t i, mc_enc_buffer *b, mc_error
   } else {
     if (n != 36 || p[8] != '-' || p[13] != '-' || p[18] != '-' || p[23] != '-')
       return mc_error_set(err, MC_EUNSUPPORTED, "GUID text not in the 8-4-4-4-12 form");
-    size_t k = 0;
-    for (size_t j = 0; j < 36; j++) {
-      if (j == 8 || j == 13 || j == 18 || j == 23) continue;
-      int hv = hexval(p[j]), lv = hexval(p[j + 1]);
-      if (hv < 0 || lv < 0) return mc_error_set(err, MC_EUNSUPPORTED, "GUID text not hex");
-      be[k++] = (uint8_t)(hv * 16 + lv);
-      j++;
+    /* the text's byte pairs, in the GUID's byte order */
+    static const uint8_t at[16] = {0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34};
+    bool bad = false;
+    for (int k = 0; k < 16; k++) {
+      uint8_t hv = hex_table[p[at[k]]], lv = hex_table[p[at[k] + 1]];
+      bad |= hv == 0 || lv == 0;
+      be[k] = (uint8_t)(((hv - 1) << 4) | ((lv - 1) & 0x0F));
     }
+    if (bad) return mc_error_set(err, MC_EUNSUPPORTED, "GUID text not hex");
   }
   static const uint8_t order[16] = {3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15};
+  uint8_t wire[17];
+  wire[0] = 16;
+  for (int k = 0; k < 16; k++) wire[k + 1] = be[order[k]];
   MC_RETURN_NOT_OK(need(b, 17, err));
-  put_u8(b, 16);
-  for (int k = 0; k < 16; k++) put_u8(b, be[order[k]]);
+  put_bytes(b, wire, 17);
   return MC_OK;
 }
 
