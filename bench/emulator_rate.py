@@ -124,12 +124,10 @@ def main() -> int:
                         return pa.table(conn.execute(sql)).num_rows
 
                 with python_encoder() if encoder == "python" else _nothing():
-                    count, seconds = timed(in_process)
-                    table.append((f"{shape}, in process (query + encode)", encoder, count, seconds))
-                    count, seconds = timed(end_to_end)
-                    table.append(
-                        (f"{shape}, one connection, native client", encoder, count, seconds)
-                    )
+                    name = f"{shape}, in process (query + encode)"
+                    table.append((name, encoder, *timed(in_process)))
+                    name = f"{shape}, one connection, native client"
+                    table.append((name, encoder, *timed(end_to_end)))
     head = f"{'measure':<42} {'encoder':>8} {'rows':>10} {'seconds':>8} {'rows/s':>11}"
     print(f"{head} {'cpu s':>7} {'rows/cpu s':>11}")
     for name, encoder, count, seconds, cpu in table:
