@@ -3,7 +3,7 @@
 A SELECT's rows come from the engine as an Arrow table (:class:`ArrowRows`); Python tuples are
 made only if some code asks for them (a fault that cuts a reply after N rows, a scalar
 subquery). :func:`encode_rows` turns the table into ROW tokens with the native library's
-encoder (``mssql_cdc._native.encode_rows``, docs/adr/0085-c-row-encoder.md), about 10 times as
+encoder (``mssql_cdc._native.encode_rows``, docs/adr/0085-c-row-encoder.md), about 20 times as
 fast as the per-value Python encoder in :mod:`types`. That encoder stays for the values of
 ``text``, ``ntext``, ``image``, ``xml`` and ``sql_variant`` columns and of ``char``/``varchar``
 columns holding non-ASCII text in a code-page collation (the C encoder copies the bytes it

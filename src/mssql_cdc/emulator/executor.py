@@ -489,9 +489,10 @@ class Executor:
         sql = st.sql(dialect="duckdb", identify=True)
         self.cursor.execute(sql)
         desc = self.cursor.description or []
-        # rows stay Arrow, for the C row encoder (arrowrows.py); tuples only on demand
+        # rows stay Arrow, for the C row encoder (arrowrows.py); tuples only on demand. DuckDB
+        # 1.5 renamed fetch_arrow_table to to_arrow_table (the old name warns).
         fetch = getattr(self.cursor, "to_arrow_table", None) or self.cursor.fetch_arrow_table
-        arrow = ArrowRows(fetch(), [str(d[1]) for d in desc])  # duckdb 1.5 renamed the call
+        arrow = ArrowRows(fetch(), [str(d[1]) for d in desc])
         rows: Sequence[tuple[object, ...]] = arrow
         patches = _surrogate_constants(st)
         if patches:
