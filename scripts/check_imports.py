@@ -29,7 +29,7 @@ EMULATOR = "mssql_cdc.emulator"
 #: public face: Emulator, the command lines, workload, replay, AdventureWorks) come last
 EMULATOR_LAYERS = ("protocol", "core", "cdc", "engine", "server")
 #: product modules the emulator may use: leaves that load nothing else of the product
-EMULATOR_MAY_IMPORT = ("mssql_cdc._native", "mssql_cdc._timezones")
+EMULATOR_MAY_IMPORT = ("mssql_cdc._native", "mssql_cdc._timezones", "mssql_cdc.errors")
 FACADES = (PACKAGE, EMULATOR)
 #: cycles known and owned elsewhere, reported but not failing; each names who removes it
 KNOWN_CYCLES = {

@@ -2,7 +2,8 @@
  * module.c: the mssql_cdc._native extension module: a thin CPython layer over the mssqlcdc C
  * library. One job per file: lsn_type.c (Lsn), connection.c (connect, Connection),
  * result_type.c (Result: Arrow stream and typed reads), params.c (argument conversion),
- * errors.c (status to exception, through mssql_cdc.errors).
+ * encode.c (encode_rows: Arrow to TDS rows, for the emulator), errors.c (status to exception,
+ * through mssql_cdc.errors).
  */
 #include "native_module.h"
 
@@ -44,6 +45,10 @@ static PyMethodDef native_methods[] = {
     {"version", native_version, METH_NOARGS, "version() -> str: the C library's version."},
     {"tls_library_version", native_tls_library_version, METH_NOARGS,
      "tls_library_version() -> str: the OpenSSL version the C library runs with."},
+    {"encode_rows", (PyCFunction)(void (*)(void))mc_py_encode_rows, METH_VARARGS | METH_KEYWORDS,
+     "encode_rows(columns, batch, nbcrow=False) -> bytes: the ROW (or NBCROW) tokens of an Arrow\n"
+     "record batch; columns holds one (kind, nullable, plp, utf8, size, precision, scale, width)\n"
+     "per column (native/include/mssqlcdc/tds_encode.h)."},
     {NULL, NULL, 0, NULL},
 };
 

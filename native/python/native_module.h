@@ -22,6 +22,9 @@ int mc_py_add_lsn_type(PyObject *module);
 /* Adds connect() and Connection (connection.c); 0 on success, -1 with an exception set. */
 int mc_py_add_conn_types(PyObject *module);
 
+/* encode_rows(columns, batch, nbcrow=False) -> bytes (encode.c). */
+PyObject *mc_py_encode_rows(PyObject *self, PyObject *args, PyObject *kwargs);
+
 /* Adds Result (result_type.c); 0 on success, -1 with an exception set. */
 int mc_py_add_result_type(PyObject *module);
 

@@ -11,6 +11,11 @@ STATUS_NAMES: tuple[str, ...]
 
 def version() -> str: ...
 def tls_library_version() -> str: ...
+def encode_rows(
+    columns: Sequence[tuple[int, int, int, int, int, int, int, int]],
+    batch: object,
+    nbcrow: bool = False,
+) -> bytes: ...
 
 @final
 class Lsn:

@@ -1,4 +1,5 @@
-# TDS token stream decoder: tokens, column metadata, rows, PLP and value types (tds.h).
+# TDS token stream decoder: tokens, column metadata, rows, PLP and value types (tds.h), and
+# the row encoder from Arrow (tds_encode.h).
 list(APPEND MSSQLCDC_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/decoder.c
   ${CMAKE_CURRENT_LIST_DIR}/token.c
@@ -13,4 +14,6 @@ list(APPEND MSSQLCDC_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/types_string.c
   ${CMAKE_CURRENT_LIST_DIR}/types_codepage.c
   ${CMAKE_CURRENT_LIST_DIR}/types_variant.c
+  ${CMAKE_CURRENT_LIST_DIR}/encode_row.c
+  ${CMAKE_CURRENT_LIST_DIR}/encode_temporal.c
 )

@@ -24,7 +24,7 @@ CURCMD = {"select": 0xC1, "insert": 0xC3, "delete": 0xC4, "update": 0xC5, "exec"
 class StatementResult:
     kind: str
     columns: list[Column] | None = None
-    rows: list[tuple[object, ...]] = field(default_factory=list)
+    rows: Sequence[tuple[object, ...]] = field(default_factory=list)
     rowcount: int | None = None
     env: list[bytes] = field(default_factory=list)
 

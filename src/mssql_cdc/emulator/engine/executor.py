@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import struct
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -43,6 +44,7 @@ from mssql_cdc.emulator.engine.rewrite import (
     divide_by_zero,
 )
 from mssql_cdc.emulator.protocol import tokens
+from mssql_cdc.emulator.protocol.arrowrows import ArrowRows
 from mssql_cdc.emulator.protocol.tokens import Column
 from mssql_cdc.emulator.protocol.types import (
     SqlType,
@@ -420,11 +422,15 @@ class Executor:
             st.set("expressions", expanded)
         sql = st.sql(dialect="duckdb", identify=True)
         self.cursor.execute(sql)
-        rows = self.cursor.fetchall()
+        desc = self.cursor.description or []
+        # rows stay Arrow, for the C row encoder (arrowrows.py); tuples only on demand. DuckDB
+        # 1.5 renamed fetch_arrow_table to to_arrow_table (the old name warns).
+        fetch = getattr(self.cursor, "to_arrow_table", None) or self.cursor.fetch_arrow_table
+        arrow = ArrowRows(fetch(), [str(d[1]) for d in desc])
+        rows: Sequence[tuple[object, ...]] = arrow
         patches = _surrogate_constants(st)
         if patches:
-            rows = [tuple(patches.get(i, v) for i, v in enumerate(row)) for row in rows]
-        desc = self.cursor.description or []
+            rows = [tuple(patches.get(i, v) for i, v in enumerate(row)) for row in arrow]
         columns = []
         for i, d in enumerate(desc):
             if i < len(specs):
@@ -432,8 +438,9 @@ class Executor:
             else:
                 name, t, nullable, identity = str(d[0]), None, True, False
             if t is None:
-                t = infer_from_engine(str(d[1]), [r[i] for r in rows])
-            if not nullable and any(r[i] is None for r in rows):
+                values = [r[i] for r in rows] if patches else arrow.column(i)
+                t = infer_from_engine(str(d[1]), values)
+            if not nullable and arrow.null_count(i):
                 nullable = True
             columns.append(Column(name, t, nullable, identity))
         return StatementResult("select", columns, rows, len(rows))

@@ -14,6 +14,7 @@ import struct
 from mssql_cdc.emulator.core.errors import SqlError
 from mssql_cdc.emulator.core.results import BatchOutcome, StatementResult
 from mssql_cdc.emulator.protocol import tokens
+from mssql_cdc.emulator.protocol.arrowrows import encode_rows
 
 __all__ = ["render"]
 
@@ -23,6 +24,10 @@ log = logging.getLogger("mssql_cdc.emulator.server.render")
 def _result(result: StatementResult) -> bytes:
     assert result.columns is not None
     parts = [tokens.colmetadata(result.columns)]
+    fast = encode_rows(result.columns, result.rows)
+    if fast is not None:
+        parts.append(fast)
+        return b"".join(parts)
     for row in result.rows:
         parts.append(tokens.row(result.columns, row))
     return b"".join(parts)
