@@ -19,7 +19,7 @@ from mssql_cdc.errors import (
 )
 from mssql_cdc.options import SourceOptions
 from mssql_cdc.pipeline import CdcStream, stream
-from mssql_cdc.source.registration import register
+from mssql_cdc.source import register
 
 try:
     __version__ = _dist_version("mssql-cdc")

@@ -20,7 +20,7 @@ from mssql_cdc.pipeline.platform import detect_platform
 from mssql_cdc.sink import delta_sink
 from mssql_cdc.sink.identity import check_facts_not_target, check_one_target
 from mssql_cdc.sink.tables import table_ref
-from mssql_cdc.source.registration import register
+from mssql_cdc.source import register
 
 if TYPE_CHECKING:
     import os
