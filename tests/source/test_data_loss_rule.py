@@ -22,8 +22,8 @@ START = Lsn.parse("0x0000002A000000100001")
 NOON = dt.datetime(2026, 12, 1, 12)
 
 
-def instance(start: Lsn) -> CaptureInstance:
-    return CaptureInstance("dbo_orders", "dbo", "orders", start, ("id",), ("id", "name"))
+def instance(start: Lsn, name: str = "dbo_orders") -> CaptureInstance:
+    return CaptureInstance(name, "dbo", "orders", start, ("id",), ("id", "name"))
 
 
 def test_latest_before_capture_ever_ran_reads_the_first_changes(source):
@@ -48,7 +48,7 @@ def test_latest_before_capture_ever_ran_reads_the_first_changes(source):
 
 
 def test_a_position_is_never_below_the_instance_start():
-    ci = instance(START)
+    ci = [instance(START)]
     before = Commit(Lsn.parse("0x0000002A000000080004"), NOON)
     after = Commit(Lsn.parse("0x0000002A000000200002"), NOON)
     for position in (
@@ -59,14 +59,14 @@ def test_a_position_is_never_below_the_instance_start():
         snapshot_lsn(before, ci),
     ):
         assert position == START.prev()
-        assert not is_gone(position.next(), ci.start_lsn)
+        assert not is_gone(position.next(), START)
     assert latest_position(after, ci) == after.lsn
     assert snapshot_lsn(after, ci) == after.lsn
 
 
 def test_no_position_before_capture_set_the_instance_start():
     # SQL Server leaves cdc.change_tables.start_lsn NULL until capture processed the creation
-    ci = instance(ZERO)
+    ci = [instance(ZERO)]
     for take in (
         lambda: earliest_position(ci),
         lambda: latest_position(None, ci),
@@ -75,6 +75,15 @@ def test_no_position_before_capture_set_the_instance_start():
         with pytest.raises(ValueError, match="has no start_lsn yet") as info:
             take()
         assert "sys.sp_cdc_scan" in str(info.value)
+
+
+def test_an_instance_capture_has_not_set_yet_is_left_out():
+    # a second instance just created: its start_lsn is NULL (zero) and sorts first
+    newer = instance(ZERO, "dbo_orders_v2")
+    older = instance(START)
+    assert earliest_position([newer, older]) == START.prev()
+    assert latest_position(None, [newer, older]) == START.prev()
+    assert snapshot_lsn(None, [newer, older]) == START.prev()
 
 
 def test_changes_below_the_low_endpoint_are_gone():

@@ -4,9 +4,10 @@
 * ``sys.fn_cdc_get_max_lsn()`` is NULL until capture writes its first ``cdc.lsn_time_mapping``
   row; it counts as the zero LSN.
 * A capture instance's ``start_lsn`` (``cdc.change_tables``; ``sys.fn_cdc_get_min_lsn`` returns
-  the same column) is NULL until capture has processed the instance's creation. No position is
-  taken then: any LSN chosen could lie below the start capture sets later, and the next read
-  would look like a loss (``ValueError``, retry once capture ran).
+  the same column) is NULL until capture has processed the instance's creation; such an
+  instance is left out. With none of the table's instances set, no position is taken: any LSN
+  chosen could lie below the start capture sets later, and the next read would look like a
+  loss (``ValueError``, retry once capture ran).
 * When capture has not reached an instance yet (``max_lsn`` below its ``start_lsn``), the
   position is the LSN just before the instance's ``start_lsn``, never lower: the instance holds
   nothing at or below its start, so a read from there loses nothing, and the data-loss rule
@@ -20,6 +21,7 @@ bootstrap's :func:`snapshot_position`) use these rules; nothing else computes a 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mssql_cdc._native import Lsn
@@ -41,16 +43,19 @@ __all__ = [
 ZERO = Lsn(bytes(10))
 
 
-def _established(instance: CaptureInstance) -> Lsn:
-    """The instance's ``start_lsn``, or ``ValueError`` while capture has not set it."""
-    if instance.start_lsn == ZERO:
+def _established(instances: Sequence[CaptureInstance]) -> list[CaptureInstance]:
+    """The table's instances whose ``start_lsn`` capture has set, oldest first;
+    ``ValueError`` when it has set none."""
+    out = sorted((i for i in instances if i.start_lsn != ZERO), key=lambda i: bytes(i.start_lsn))
+    if not out:
+        names = ", ".join(repr(i.name) for i in instances)
         raise ValueError(
-            f"Capture instance {instance.name!r} has no start_lsn yet: the capture job has not "
+            f"Capture instance {names} has no start_lsn yet: the capture job has not "
             "processed its creation (sys.fn_cdc_get_min_lsn returns 0x00000000000000000000). "
             "Start the capture job (SQL Server Agent, or EXEC sys.sp_cdc_scan) and retry once "
             "it ran"
         )
-    return instance.start_lsn
+    return out
 
 
 def _high(max_commit: Commit | None) -> Lsn:
@@ -58,25 +63,26 @@ def _high(max_commit: Commit | None) -> Lsn:
     return max_commit.lsn if max_commit is not None else ZERO
 
 
-def earliest_position(oldest: CaptureInstance) -> Lsn:
+def _at_or_before_start(max_commit: Commit | None, instance: CaptureInstance) -> Lsn:
+    high = _high(max_commit)
+    return instance.start_lsn.prev() if high < instance.start_lsn else high
+
+
+def earliest_position(instances: Sequence[CaptureInstance]) -> Lsn:
     """``startingLsn=earliest``: just before the oldest instance's ``start_lsn``."""
-    return _established(oldest).prev()
+    return _established(instances)[0].start_lsn.prev()
 
 
-def latest_position(max_commit: Commit | None, oldest: CaptureInstance) -> Lsn:
+def latest_position(max_commit: Commit | None, instances: Sequence[CaptureInstance]) -> Lsn:
     """``startingLsn=latest``: ``max_lsn``, or just before the oldest instance's
     ``start_lsn`` while capture has not reached it (a NULL ``max_lsn`` included)."""
-    start = _established(oldest)
-    high = _high(max_commit)
-    return start.prev() if high < start else high
+    return _at_or_before_start(max_commit, _established(instances)[0])
 
 
-def snapshot_lsn(max_commit: Commit | None, newest: CaptureInstance) -> Lsn:
+def snapshot_lsn(max_commit: Commit | None, instances: Sequence[CaptureInstance]) -> Lsn:
     """The default snapshot LSN: ``max_lsn``, or just before the newest instance's
     ``start_lsn`` while capture has not reached it (a NULL ``max_lsn`` included)."""
-    start = _established(newest)
-    high = _high(max_commit)
-    return start.prev() if high < start else high
+    return _at_or_before_start(max_commit, _established(instances)[-1])
 
 
 @dataclass(frozen=True)
@@ -92,7 +98,7 @@ class SnapshotPosition:
 
 def _position(client: CdcClient) -> SnapshotPosition:
     _, siblings = find_instance(client)
-    lsn = snapshot_lsn(client.max_commit(), siblings[-1])
+    lsn = snapshot_lsn(client.max_commit(), siblings)
     return SnapshotPosition(lsn, client.commit_time(lsn), tuple(i.name for i in siblings))
 
 

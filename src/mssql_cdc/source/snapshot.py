@@ -209,7 +209,7 @@ def _plan(client: CdcClient, columns: list[Column], default_partitions: int) -> 
     if options.snapshot_lsn is not None:
         stamp = options.snapshot_lsn
     else:
-        stamp = snapshot_lsn(client.max_commit(), newest)
+        stamp = snapshot_lsn(client.max_commit(), siblings)
     commit_ts = format_utc(client.commit_time(stamp))
     captured = {c.name.lower(): c for c in client.captured_columns(newest.name)}
     wanted = tuple(

@@ -103,9 +103,9 @@ class StreamPlanner:
                 return make_offset(start, ts)
             _, siblings = find_instance(self.client)
             if start == "earliest":
-                return make_offset(earliest_position(siblings[0]), "")
+                return make_offset(earliest_position(siblings), "")
             newest = self.client.max_commit()
-            lsn = latest_position(newest, siblings[0])
+            lsn = latest_position(newest, siblings)
             if newest is None or newest.lsn != lsn:
                 return make_offset(lsn, "")
             return self._offset(newest)
