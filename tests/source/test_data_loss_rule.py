@@ -9,14 +9,16 @@ import pytest
 from test_reader_server import latest, reader
 
 from mssql_cdc import Lsn
+from mssql_cdc.errors import DataLossError
 from mssql_cdc.source.client import CaptureInstance, Commit
+from mssql_cdc.source.clock import ServerClock
 from mssql_cdc.source.positions import (
     ZERO,
     earliest_position,
     latest_position,
     snapshot_lsn,
 )
-from mssql_cdc.source.retention import is_gone
+from mssql_cdc.source.retention import first_held, is_gone
 
 START = Lsn.parse("0x0000002A000000100001")
 NOON = dt.datetime(2026, 12, 1, 12)
@@ -90,3 +92,23 @@ def test_changes_below_the_low_endpoint_are_gone():
     assert is_gone(START.prev(), START)
     assert not is_gone(START, START)
     assert not is_gone(START.next(), START)
+
+
+class NoCommits:
+    def first_commit_from(self, lsn):
+        return None
+
+
+def test_planning_checks_against_the_oldest_instance_capture_has_set():
+    newer = instance(ZERO, "dbo_orders_v2")
+    older = instance(START)
+
+    def check(first):
+        return first_held(
+            NoCommits(), ServerClock(), [newer, older], first,
+            lost_from_ts="", fail=True, metrics_path=None,
+        )  # fmt: skip
+
+    assert check(START) == START
+    with pytest.raises(DataLossError, match="dbo_orders: change data from"):
+        check(START.prev())

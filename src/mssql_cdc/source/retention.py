@@ -14,6 +14,7 @@ after its read (cleanup ran meanwhile; the change table silently returns what is
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mssql_cdc._metrics import metrics_dir
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["data_loss_error", "first_held", "is_gone", "record_skip"]
 
 log = logging.getLogger("mssql_cdc.source")
+_ZERO = Lsn(bytes(10))
 
 
 def is_gone(first: Lsn, low_endpoint: Lsn) -> bool:
@@ -39,7 +41,7 @@ def is_gone(first: Lsn, low_endpoint: Lsn) -> bool:
 def first_held(
     client: CdcClient,
     clock: ServerClock,
-    oldest: CaptureInstance,
+    instances: Sequence[CaptureInstance],
     first: Lsn,
     *,
     lost_from_ts: str,
@@ -47,12 +49,15 @@ def first_held(
     metrics_path: str | None,
 ) -> Lsn:
     """The first LSN a batch reads, checked on the driver before planning: ``first``, or the
-    ``oldest`` instance's ``start_lsn`` when the changes from ``first`` are gone and
-    ``failOnDataLoss=false`` (a WARNING and a ``data_skipped`` event record the skip).
+    oldest of the table's ``instances``' ``start_lsn`` when the changes from ``first`` are gone
+    and ``failOnDataLoss=false`` (a WARNING and a ``data_skipped`` event record the skip). An
+    instance whose start capture has not set yet (the zero LSN) holds nothing and is left out.
 
     Raises:
         DataLossError: the changes from ``first`` are gone and ``fail`` is set.
     """
+    held = [i for i in instances if i.start_lsn != _ZERO] or list(instances)
+    oldest = min(held, key=lambda i: bytes(i.start_lsn))
     if not is_gone(first, oldest.start_lsn):
         return first
     lost_to = client.first_commit_from(oldest.start_lsn)

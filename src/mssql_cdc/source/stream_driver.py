@@ -171,7 +171,7 @@ class StreamPlanner:
         low = first_held(
             self.client,
             clock,
-            siblings[0],
+            siblings,
             low,
             lost_from_ts=offset_time(start),
             fail=self.options.fail_on_data_loss,
