@@ -7,6 +7,7 @@ import pytest
 
 from mssql_cdc.errors import SqlServerError
 from mssql_cdc.options import parse_options
+from mssql_cdc.source.catalog import infer_schema
 from mssql_cdc.source.client import CdcClient
 from mssql_cdc.source.compat import arrow_schema
 from mssql_cdc.source.datasource import (
@@ -15,7 +16,6 @@ from mssql_cdc.source.datasource import (
     MssqlCdcDataSource,
     to_struct,
 )
-from mssql_cdc.source.planner import infer_schema
 from mssql_cdc.source.snapshot import plan_snapshot, read_snapshot
 
 

@@ -10,8 +10,8 @@ from pyspark.sql.functions import spark_partition_id
 import mssql_cdc
 from mssql_cdc._metrics import metrics_dir
 from mssql_cdc.options import parse_options
+from mssql_cdc.source.catalog import infer_schema
 from mssql_cdc.source.client import CdcClient
-from mssql_cdc.source.planner import infer_schema
 from mssql_cdc.source.snapshot import plan_snapshot
 
 

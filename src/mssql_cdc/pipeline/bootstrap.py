@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.pipeline.events import bootstrap_row, snapshot_open_row
-from mssql_cdc.pipeline.position import snapshot_position
 from mssql_cdc.sink.comments import (
     BRONZE_COLUMN_COMMENTS,
     BRONZE_SCHEMA_VERSION,
@@ -48,6 +47,7 @@ from mssql_cdc.sink.tables import (
     table_ref,
     txn_version,
 )
+from mssql_cdc.source import snapshot_position
 
 if TYPE_CHECKING:
     from datetime import datetime

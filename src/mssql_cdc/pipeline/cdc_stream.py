@@ -20,7 +20,7 @@ from mssql_cdc.pipeline.locations import check_checkpoint, resolve_metrics_path
 from mssql_cdc.pipeline.platform import detect_platform
 from mssql_cdc.sink.delta import DeltaSink
 from mssql_cdc.sink.identity import check_facts_not_target, check_one_target, sink_arguments
-from mssql_cdc.source.registration import register
+from mssql_cdc.source import register
 
 if TYPE_CHECKING:
     import os

@@ -23,6 +23,8 @@ from mssql_cdc import _native
 from mssql_cdc._native import Lsn
 from mssql_cdc.errors import SqlServerError
 from mssql_cdc.options import ReaderOptions
+from mssql_cdc.source.clock import ServerClock, resolve_clock
+from mssql_cdc.source.sql import change_function, change_table, quote_name
 
 __all__ = [
     "CaptureInstance",
@@ -30,7 +32,6 @@ __all__ = [
     "CdcClient",
     "Commit",
     "permission_error",
-    "quote_name",
 ]
 
 log = logging.getLogger("mssql_cdc.source")
@@ -73,11 +74,6 @@ class CapturedColumn:
     datetime_precision: int | None
 
 
-def quote_name(name: str) -> str:
-    """``name`` as a bracketed T-SQL identifier (``]`` doubled)."""
-    return "[" + name.replace("]", "]]") + "]"
-
-
 def _user_of(options: ReaderOptions) -> str:
     if options.user:
         return options.user
@@ -90,7 +86,7 @@ def _user_of(options: ReaderOptions) -> str:
 
 def permission_error(options: ReaderOptions, capture_instance: str, cause: str) -> PermissionError:
     """The ``PermissionError`` for a login that cannot read ``capture_instance``'s changes."""
-    table = f"cdc.{quote_name(capture_instance + '_CT')}"
+    table = change_table(capture_instance)
     grant = f"GRANT SELECT ON {table} TO {quote_name(_user_of(options))};"
     return PermissionError(
         f"The login cannot read the change table {table} of capture instance "
@@ -227,6 +223,25 @@ class CdcClient:
         value = _lsn(self.scalar("SELECT sys.fn_cdc_get_min_lsn(@P1)", [capture_instance]))
         return value if value is not None else Lsn(bytes(10))
 
+    def commit_time(self, lsn: Lsn) -> dt.datetime | None:
+        """The UTC commit time of the commit at ``lsn`` (``None`` when no commit has that LSN);
+        the server clock is resolved only when one has."""
+        commit = self.commit_at_or_before(lsn)
+        if commit is None or commit.lsn != lsn:
+            return None
+        return self.server_clock().to_utc(commit.local_time)
+
+    # --- the server clock ---
+
+    def server_clock(self) -> ServerClock:
+        """How this server's commit times map to UTC, for ``sourceTimeZone``
+        (:func:`~mssql_cdc.source.clock.resolve_clock`)."""
+        return resolve_clock(
+            self.options.source_time_zone,
+            lambda: self.scalar("SELECT CURRENT_TIMEZONE_ID()"),
+            lambda: self.scalar("SELECT DATEDIFF(MINUTE, SYSUTCDATETIME(), SYSDATETIME())"),
+        )
+
     def server_utc(self) -> dt.datetime:
         """The server's clock in UTC (naive)."""
         value = self.scalar("SELECT SYSUTCDATETIME()")
@@ -263,8 +278,6 @@ class CdcClient:
     def change_access_denied(self, capture_instance: str) -> str | None:
         """SQL Server's 229 message if the instance's change function exists but the login may
         not read it (``None`` otherwise: readable, or no such instance)."""
-        from mssql_cdc.source.sql import change_function
-
         try:
             self.table(
                 f"SELECT TOP (0) * FROM {change_function(capture_instance)}(@P1, @P1, N'all')",
@@ -312,7 +325,7 @@ class CdcClient:
 
     def change_rows(self, capture_instance: str, low: Lsn, high: Lsn) -> int:
         """How many change rows the instance holds with ``low <= __$start_lsn <= high``."""
-        table = f"cdc.{quote_name(capture_instance + '_CT')}"
+        table = change_table(capture_instance)
         value = self.scalar(
             f"SELECT COUNT_BIG(*) FROM {table} WHERE __$start_lsn >= @P1 AND __$start_lsn <= @P2",
             [low, high],
@@ -321,7 +334,7 @@ class CdcClient:
 
     def rows_per_commit(self, capture_instance: str, low: Lsn, high: Lsn) -> list[tuple[Lsn, int]]:
         """``(commit LSN, change rows)`` per commit of the range, in LSN order."""
-        table = f"cdc.{quote_name(capture_instance + '_CT')}"
+        table = change_table(capture_instance)
         rows = self.table(
             f"SELECT __$start_lsn AS l, COUNT_BIG(*) AS n FROM {table} "
             "WHERE __$start_lsn >= @P1 AND __$start_lsn <= @P2 "

@@ -41,15 +41,16 @@ from pyspark.sql.types import (
 )
 
 from mssql_cdc.options import ReaderOptions, parse_options
+from mssql_cdc.source.catalog import infer_schema
 from mssql_cdc.source.client import CdcClient
 from mssql_cdc.source.compat import arrow_schema
 from mssql_cdc.source.partitions import ChangeRange, SnapshotRange
-from mssql_cdc.source.planner import StreamPlanner, infer_schema
 from mssql_cdc.source.planning import MIN_ROWS_PER_PARTITION
 from mssql_cdc.source.reading import ReadSpec, read_changes
 from mssql_cdc.source.retry import DELAYS, with_retry
 from mssql_cdc.source.schema import Column
 from mssql_cdc.source.snapshot import plan_snapshot, read_snapshot
+from mssql_cdc.source.stream_driver import StreamPlanner
 
 try:
     from pyspark.sql.streaming.datasource import (

@@ -23,7 +23,7 @@ from mssql_cdc.source.client import PERMISSION_DENIED, CdcClient, permission_err
 from mssql_cdc.source.clock import ServerClock
 from mssql_cdc.source.offsets import format_utc, parse_utc
 from mssql_cdc.source.partitions import ChangeRange
-from mssql_cdc.source.retention import data_loss_error, record_skip
+from mssql_cdc.source.retention import data_loss_error, is_gone, record_skip
 from mssql_cdc.source.sql import change_query
 
 __all__ = ["ReadSpec", "read_changes"]
@@ -130,7 +130,7 @@ def read_changes(spec: ReadSpec, part: ChangeRange) -> Iterator[pa.RecordBatch]:
             if exc.number != CDC_RANGE_ERROR or rows:
                 raise
             min_lsn = client.min_lsn(ci)
-            if min_lsn <= low:
+            if not is_gone(low, min_lsn):
                 raise
             if options.fail_on_data_loss:
                 raise data_loss_error(ci, low, min_lsn) from exc
@@ -150,7 +150,7 @@ def read_changes(spec: ReadSpec, part: ChangeRange) -> Iterator[pa.RecordBatch]:
             low = min_lsn
         read_seconds = time.perf_counter() - began
         min_lsn = client.min_lsn(ci)
-        if min_lsn > low:
+        if is_gone(low, min_lsn):
             if options.fail_on_data_loss:
                 raise data_loss_error(ci, low, min_lsn)
             record_skip(

@@ -1,23 +1,81 @@
-"""Data loss: the message, the WARNING and the ``data_skipped`` event
-(docs/data-sources.md#failures).
+"""The data-loss rule: when changes a reader needs are gone, the message, the WARNING and the
+``data_skipped`` event (docs/data-loss.md).
 
-CDC cleanup deletes change rows by age, whatever a reader still needs. The stream checks twice
-per range: on the driver before planning (the first LSN to read is below the capture
-instance's ``min_lsn``), and in each task after its read (cleanup ran meanwhile; the change
-table silently returns what is left).
+CDC cleanup deletes change rows by age, whatever a reader still needs, and moves each capture
+instance's low endpoint (``start_lsn``, what ``sys.fn_cdc_get_min_lsn`` returns) past them.
+The rule (:func:`is_gone`): changes from ``first`` are gone when ``first`` is below the low
+endpoint. It is exact because no position is ever taken below an instance's start
+(:mod:`mssql_cdc.source.positions`): from then on only cleanup (or disabling an older instance)
+moves the low endpoint past a position. The stream applies it twice per range: on the driver
+before planning (:func:`first_held`, against the table's oldest instance), and in each task
+after its read (cleanup ran meanwhile; the change table silently returns what is left).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from mssql_cdc._metrics import metrics_dir
 from mssql_cdc._native import Lsn
 from mssql_cdc.errors import DataLossError
+from mssql_cdc.source.offsets import format_utc
 
-__all__ = ["data_loss_error", "record_skip"]
+if TYPE_CHECKING:
+    from mssql_cdc.source.client import CaptureInstance, CdcClient
+    from mssql_cdc.source.clock import ServerClock
+
+__all__ = ["data_loss_error", "first_held", "is_gone", "record_skip"]
 
 log = logging.getLogger("mssql_cdc.source")
+_ZERO = Lsn(bytes(10))
+
+
+def is_gone(first: Lsn, low_endpoint: Lsn) -> bool:
+    """Whether changes from ``first`` are gone from an instance whose low endpoint
+    (``start_lsn`` / ``sys.fn_cdc_get_min_lsn``) is ``low_endpoint``."""
+    return first < low_endpoint
+
+
+def first_held(
+    client: CdcClient,
+    clock: ServerClock,
+    instances: Sequence[CaptureInstance],
+    first: Lsn,
+    *,
+    lost_from_ts: str,
+    fail: bool,
+    metrics_path: str | None,
+) -> Lsn:
+    """The first LSN a batch reads, checked on the driver before planning: ``first``, or the
+    oldest of the table's ``instances``' ``start_lsn`` when the changes from ``first`` are gone
+    and ``failOnDataLoss=false`` (a WARNING and a ``data_skipped`` event record the skip). An
+    instance whose start capture has not set yet (the zero LSN) holds nothing and is left out.
+
+    Raises:
+        DataLossError: the changes from ``first`` are gone and ``fail`` is set.
+    """
+    held = [i for i in instances if i.start_lsn != _ZERO] or list(instances)
+    oldest = min(held, key=lambda i: bytes(i.start_lsn))
+    if not is_gone(first, oldest.start_lsn):
+        return first
+    lost_to = client.first_commit_from(oldest.start_lsn)
+    lost_to_ts = format_utc(clock.to_utc(lost_to.local_time)) if lost_to else ""
+    if fail:
+        raise data_loss_error(
+            oldest.name, first, oldest.start_lsn, lost_from_ts=lost_from_ts, lost_to_ts=lost_to_ts
+        )
+    record_skip(
+        oldest.name,
+        first,
+        oldest.start_lsn,
+        certain=True,
+        metrics_path=metrics_path,
+        lost_from_ts=lost_from_ts,
+        lost_to_ts=lost_to_ts,
+    )
+    return oldest.start_lsn
 
 
 def _range_text(first: Lsn, min_lsn: Lsn, lost_from_ts: str, lost_to_ts: str) -> str:

@@ -27,18 +27,24 @@ from decimal import Decimal
 import pyarrow as pa
 
 from mssql_cdc._metrics import metrics_dir
-from mssql_cdc._native import Lsn
 from mssql_cdc.errors import SqlServerError
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.arrow import cast_to, constant
-from mssql_cdc.source.client import PERMISSION_DENIED, CapturedColumn, CdcClient, quote_name
-from mssql_cdc.source.clock import resolve_clock
+from mssql_cdc.source.catalog import find_instance
+from mssql_cdc.source.client import PERMISSION_DENIED, CapturedColumn, CdcClient
 from mssql_cdc.source.offsets import format_utc, parse_utc
 from mssql_cdc.source.partitions import Bound, SnapshotRange
-from mssql_cdc.source.planner import find_instance
+from mssql_cdc.source.positions import snapshot_lsn
 from mssql_cdc.source.retry import with_retry
 from mssql_cdc.source.schema import Column
-from mssql_cdc.source.sql import key_order, key_seek, snapshot_query
+from mssql_cdc.source.sql import (
+    key_min_max,
+    key_order,
+    key_seek,
+    row_count,
+    snapshot_query,
+    table_name,
+)
 
 __all__ = ["int_ranges", "plan_snapshot", "read_snapshot", "session_setup"]
 
@@ -158,9 +164,7 @@ def _keyset_ranges(client: CdcClient, table: tuple[str, str], key: Key, parts: i
     """About equal row ranges by keyset seeks: each bound ``rows / parts`` keys past the
     previous one (one ``COUNT_BIG`` and ``parts - 1`` seeks, each reading only keys)."""
     schema, name = table
-    total = int(
-        str(client.scalar(f"SELECT COUNT_BIG(*) FROM {quote_name(schema)}.{quote_name(name)}"))
-    )
+    total = int(str(client.scalar(row_count(schema, name))))
     step = math.ceil(total / parts) if total else 0
     bounds: list[tuple[Bound, ...]] = []
     while step and len(bounds) < parts - 1:
@@ -205,19 +209,8 @@ def _plan(client: CdcClient, columns: list[Column], default_partitions: int) -> 
     if options.snapshot_lsn is not None:
         stamp = options.snapshot_lsn
     else:
-        top = client.max_commit()
-        stamp = top.lsn if top is not None else Lsn(bytes(10))
-        if stamp < newest.start_lsn:
-            stamp = newest.start_lsn.prev()
-    commit = client.commit_at_or_before(stamp)
-    commit_ts = ""
-    if commit is not None and commit.lsn == stamp:
-        clock = resolve_clock(
-            options.source_time_zone,
-            lambda: client.scalar("SELECT CURRENT_TIMEZONE_ID()"),
-            lambda: client.scalar("SELECT DATEDIFF(MINUTE, SYSUTCDATETIME(), SYSDATETIME())"),
-        )
-        commit_ts = format_utc(clock.to_utc(commit.local_time))
+        stamp = snapshot_lsn(client.max_commit(), siblings)
+    commit_ts = format_utc(client.commit_time(stamp))
     captured = {c.name.lower(): c for c in client.captured_columns(newest.name)}
     wanted = tuple(
         (c.name, captured[c.name.lower()].data_type) for c in columns if c.name.lower() in captured
@@ -231,11 +224,7 @@ def _plan(client: CdcClient, columns: list[Column], default_partitions: int) -> 
         parts = options.num_partitions or max(default_partitions, 1)
         ranges: list[Range] = [(None, None)]
         if key and parts > 1 and len(key) == 1 and key[0][1] in _INTEGER_TYPES:
-            column = quote_name(key[0][0])
-            row = client.table(
-                f"SELECT MIN({column}) AS lo, MAX({column}) AS hi "
-                f"FROM {quote_name(table[0])}.{quote_name(table[1])}"
-            ).to_pylist()[0]
+            row = client.table(key_min_max(table[0], table[1], key[0][0])).to_pylist()[0]
             if row["lo"] is not None:
                 ranges = [
                     (None if lo is None else (lo,), None if hi is None else (hi,))
@@ -348,8 +337,8 @@ def read_snapshot(
             if exc.number == PERMISSION_DENIED:
                 raise PermissionError(
                     f"The login cannot read {part.source_schema}.{part.source_table}: run "
-                    f"GRANT SELECT ON {quote_name(part.source_schema)}."
-                    f"{quote_name(part.source_table)} TO <user>; SQL Server said: {exc}"
+                    f"GRANT SELECT ON {table_name(part.source_schema, part.source_table)} TO "
+                    f"<user>; SQL Server said: {exc}"
                 ) from exc
             raise
     finally:

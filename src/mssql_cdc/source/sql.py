@@ -1,23 +1,58 @@
-"""The SQL text of the change and snapshot reads (pure string building, tested without a
-server)."""
+"""The SQL text built from names: identifiers, the change and snapshot reads and the snapshot's
+planning queries (pure string building, tested without a server).
+
+The fixed catalog and LSN queries live with the calls that run them, in
+:class:`~mssql_cdc.source.client.CdcClient`; this module imports nothing of the source.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-from mssql_cdc.source.client import quote_name
-
 __all__ = [
+    "change_function",
     "change_query",
+    "change_table",
     "column_expression",
     "key_at_least",
     "key_below",
+    "key_min_max",
+    "key_order",
     "key_seek",
+    "quote_name",
+    "row_count",
     "snapshot_query",
+    "table_name",
 ]
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def quote_name(name: str) -> str:
+    """``name`` as a bracketed T-SQL identifier (``]`` doubled)."""
+    return "[" + name.replace("]", "]]") + "]"
+
+
+def table_name(schema: str, table: str) -> str:
+    """``[schema].[table]``."""
+    return f"{quote_name(schema)}.{quote_name(table)}"
+
+
+def change_table(capture_instance: str) -> str:
+    """The instance's change table, ``cdc.[<ci>_CT]``."""
+    return f"cdc.{quote_name(capture_instance + '_CT')}"
+
+
+def row_count(schema: str, table: str) -> str:
+    """The rows of ``schema.table`` (``COUNT_BIG``)."""
+    return f"SELECT COUNT_BIG(*) FROM {table_name(schema, table)}"
+
+
+def key_min_max(schema: str, table: str, column: str) -> str:
+    """``lo`` and ``hi``: the smallest and largest value of ``column``."""
+    name = quote_name(column)
+    return f"SELECT MIN({name}) AS lo, MAX({name}) AS hi FROM {table_name(schema, table)}"
 
 
 def column_expression(name: str, sql_type: str, table_alias: str = "") -> str:
@@ -94,6 +129,7 @@ def key_below(keys: Sequence[tuple[str, str]], first_param: int) -> str:
 
 
 def key_order(keys: Sequence[tuple[str, str]]) -> str:
+    """The key columns, bracketed, in key order (an ``ORDER BY`` list)."""
     return ", ".join(quote_name(name) for name, _ in keys)
 
 
@@ -109,7 +145,7 @@ def snapshot_query(
     """The current rows of ``schema.table`` with ``keys >= lo`` and ``keys < hi`` (each bound
     when set: ``lo``'s values are the first parameters, then ``hi``'s)."""
     select = [column_expression(name, sql_type) for name, sql_type in columns] or ["1 AS [_]"]
-    sql = f"SELECT {', '.join(select)} FROM {quote_name(schema)}.{quote_name(table)}"
+    sql = f"SELECT {', '.join(select)} FROM {table_name(schema, table)}"
     where = []
     if keys and lo:
         where.append(key_at_least(keys, 1))
@@ -125,7 +161,7 @@ def snapshot_query(
 def key_seek(schema: str, table: str, keys: Sequence[tuple[str, str]], *, after: bool) -> str:
     """The key ``@P1`` rows past the start (``after``: past the bound in ``@P2...``): the next
     keyset bound, or no row when fewer rows remain."""
-    sql = f"SELECT {key_order(keys)} FROM {quote_name(schema)}.{quote_name(table)}"
+    sql = f"SELECT {key_order(keys)} FROM {table_name(schema, table)}"
     if after:
         sql += f" WHERE {key_at_least(keys, 2)}"
     return sql + f" ORDER BY {key_order(keys)} OFFSET @P1 ROWS FETCH NEXT 1 ROWS ONLY"

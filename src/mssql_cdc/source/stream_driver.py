@@ -1,4 +1,4 @@
-"""The driver side of the stream: capture instances, the schema, offsets and batch plans.
+"""The driver side of the stream: offsets and batch plans.
 
 One :class:`StreamPlanner` lives in the driver's long-running Python worker for the life of a
 query, with one connection (re-opened after a transient error, see :mod:`retry`). Every public
@@ -14,8 +14,9 @@ from typing import TypeVar
 
 from mssql_cdc._native import Lsn
 from mssql_cdc.options import ReaderOptions
-from mssql_cdc.source.client import CaptureInstance, CdcClient, Commit, permission_error
-from mssql_cdc.source.clock import ServerClock, resolve_clock
+from mssql_cdc.source.catalog import find_instance
+from mssql_cdc.source.client import CdcClient, Commit
+from mssql_cdc.source.clock import ServerClock
 from mssql_cdc.source.offsets import format_utc, make_offset, offset_lsn, offset_time, parse_utc
 from mssql_cdc.source.partitions import ChangeRange
 from mssql_cdc.source.planning import (
@@ -24,78 +25,15 @@ from mssql_cdc.source.planning import (
     partition_count,
     split_commits,
 )
-from mssql_cdc.source.retention import data_loss_error, record_skip
+from mssql_cdc.source.positions import earliest_position, latest_position
+from mssql_cdc.source.retention import first_held
 from mssql_cdc.source.retry import DELAYS, with_retry
-from mssql_cdc.source.schema import Column, declared_columns, output_columns, union_columns
+from mssql_cdc.source.schema import Column
 
-__all__ = ["StreamPlanner", "find_instance", "infer_schema"]
+__all__ = ["StreamPlanner"]
 
 log = logging.getLogger("mssql_cdc.source")
-ZERO = Lsn(bytes(10))
 T = TypeVar("T")
-
-
-def find_instance(client: CdcClient) -> tuple[CaptureInstance, list[CaptureInstance]]:
-    """The configured capture instance and all of its table's instances (oldest first).
-
-    Raises
-    ------
-    ValueError
-        No readable instance has that name, or two differ only by case.
-    PermissionError
-        The instance exists but the login cannot read its change data.
-    """
-    wanted = client.options.capture_instance
-    instances = client.capture_instances()
-    exact = [i for i in instances if i.name == wanted]
-    folded = [i for i in instances if i.name.lower() == wanted.lower()]
-    if not exact and len(folded) > 1:
-        names = ", ".join(repr(i.name) for i in folded)
-        raise ValueError(
-            f"Option 'captureInstance' has the value {wanted!r}, which matches {names} "
-            "ignoring case; give the exact name"
-        )
-    chosen = exact[0] if exact else (folded[0] if folded else None)
-    if chosen is None:
-        denied = client.change_access_denied(wanted)
-        if denied is not None:
-            raise permission_error(client.options, wanted, denied)
-        raise ValueError(
-            f"Capture instance {wanted!r} not found, or the login lacks SELECT on its source "
-            "columns (or membership in its gating role); check "
-            "EXEC sys.sp_cdc_help_change_data_capture"
-        )
-    siblings = [
-        i
-        for i in instances
-        if (i.source_schema, i.source_table) == (chosen.source_schema, chosen.source_table)
-    ]
-    return chosen, siblings
-
-
-def infer_schema(client: CdcClient) -> list[Column]:
-    """The output columns: metadata, then the ``columns`` option or the union of the table's
-    capture instances' captured columns. Runs on the driver, once per ``load()``."""
-    options = client.options
-    _, siblings = find_instance(client)
-    if options.columns:
-        captured = declared_columns(options.columns)
-        known = {c.lower() for i in siblings for c in i.columns}
-        missing = [c.name for c in captured if c.name.lower() not in known]
-        if missing:
-            names = ", ".join(i.name for i in siblings)
-            raise ValueError(
-                f"No capture instance of the table ({names}) captures {', '.join(missing)}; "
-                "fix the columns option"
-            )
-    else:
-        captured = union_columns(
-            [
-                (i.name, client.captured_columns(i.name), client.computed_columns(i.name))
-                for i in siblings
-            ]
-        )
-    return output_columns(captured, include_command_id=options.include_command_id)
 
 
 @dataclass
@@ -138,12 +76,7 @@ class StreamPlanner:
     def clock(self, *, refresh: bool = False) -> ServerClock:
         """The server clock (resolved once; re-read per batch in the offset fallback)."""
         if self._clock is None or (refresh and self._clock.zone is None):
-            client = self.client
-            clock = resolve_clock(
-                self.options.source_time_zone,
-                lambda: client.scalar("SELECT CURRENT_TIMEZONE_ID()"),
-                lambda: client.scalar("SELECT DATEDIFF(MINUTE, SYSUTCDATETIME(), SYSDATETIME())"),
-            )
+            clock = self.client.server_clock()
             if self._clock is not None and clock != self._clock:
                 log.warning(
                     "the server's UTC offset changed from %+d to %+d min",
@@ -169,14 +102,12 @@ class StreamPlanner:
                 ts = self._offset(commit)["commit_ts"] if commit and commit.lsn == start else ""
                 return make_offset(start, ts)
             _, siblings = find_instance(self.client)
-            oldest = siblings[0].start_lsn
             if start == "earliest":
-                return make_offset(oldest.prev() if oldest > ZERO else ZERO, "")
+                return make_offset(earliest_position(siblings), "")
             newest = self.client.max_commit()
-            if newest is None:
-                return make_offset(ZERO, "")
-            if newest.lsn < oldest:
-                return make_offset(oldest.prev(), "")
+            lsn = latest_position(newest, siblings)
+            if newest is None or newest.lsn != lsn:
+                return make_offset(lsn, "")
             return self._offset(newest)
 
         return self._retry("initialOffset", call)
@@ -237,28 +168,15 @@ class StreamPlanner:
     ) -> list[ChangeRange]:
         clock = self.clock(refresh=True)
         _, siblings = find_instance(self.client)
-        oldest = siblings[0]
-        if low < oldest.start_lsn:
-            lost_to = self.client.first_commit_from(oldest.start_lsn)
-            lost_to_ts = format_utc(clock.to_utc(lost_to.local_time)) if lost_to else ""
-            if self.options.fail_on_data_loss:
-                raise data_loss_error(
-                    oldest.name,
-                    low,
-                    oldest.start_lsn,
-                    lost_from_ts=offset_time(start),
-                    lost_to_ts=lost_to_ts,
-                )
-            record_skip(
-                oldest.name,
-                low,
-                oldest.start_lsn,
-                certain=True,
-                metrics_path=self.options.metrics_path,
-                lost_from_ts=offset_time(start),
-                lost_to_ts=lost_to_ts,
-            )
-            low = oldest.start_lsn
+        low = first_held(
+            self.client,
+            clock,
+            siblings,
+            low,
+            lost_from_ts=offset_time(start),
+            fail=self.options.fail_on_data_loss,
+            metrics_path=self.options.metrics_path,
+        )
         segments = instance_segments([(i.name, i.start_lsn) for i in siblings], low, high)
         ranges: list[tuple[str, Lsn, Lsn]] = []
         for name, seg_low, seg_high in segments:

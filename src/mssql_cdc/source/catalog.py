@@ -1,0 +1,77 @@
+"""Catalog discovery: the configured capture instance, its table's other instances and the
+stream's output columns (``sys.sp_cdc_help_change_data_capture`` and
+``sys.sp_cdc_get_captured_columns``, through :class:`~mssql_cdc.source.client.CdcClient`).
+
+Runs on the driver: at ``load()`` (the schema), when a stream or snapshot takes its first
+position, and when each batch is planned (the instances may change while a query runs).
+"""
+
+from __future__ import annotations
+
+from mssql_cdc.source.client import CaptureInstance, CdcClient, permission_error
+from mssql_cdc.source.schema import Column, declared_columns, output_columns, union_columns
+
+__all__ = ["find_instance", "infer_schema"]
+
+
+def find_instance(client: CdcClient) -> tuple[CaptureInstance, list[CaptureInstance]]:
+    """The configured capture instance and all of its table's instances (oldest first).
+
+    Raises
+    ------
+    ValueError
+        No readable instance has that name, or two differ only by case.
+    PermissionError
+        The instance exists but the login cannot read its change data.
+    """
+    wanted = client.options.capture_instance
+    instances = client.capture_instances()
+    exact = [i for i in instances if i.name == wanted]
+    folded = [i for i in instances if i.name.lower() == wanted.lower()]
+    if not exact and len(folded) > 1:
+        names = ", ".join(repr(i.name) for i in folded)
+        raise ValueError(
+            f"Option 'captureInstance' has the value {wanted!r}, which matches {names} "
+            "ignoring case; give the exact name"
+        )
+    chosen = exact[0] if exact else (folded[0] if folded else None)
+    if chosen is None:
+        denied = client.change_access_denied(wanted)
+        if denied is not None:
+            raise permission_error(client.options, wanted, denied)
+        raise ValueError(
+            f"Capture instance {wanted!r} not found, or the login lacks SELECT on its source "
+            "columns (or membership in its gating role); check "
+            "EXEC sys.sp_cdc_help_change_data_capture"
+        )
+    siblings = [
+        i
+        for i in instances
+        if (i.source_schema, i.source_table) == (chosen.source_schema, chosen.source_table)
+    ]
+    return chosen, siblings
+
+
+def infer_schema(client: CdcClient) -> list[Column]:
+    """The output columns: metadata, then the ``columns`` option or the union of the table's
+    capture instances' captured columns. Runs on the driver, once per ``load()``."""
+    options = client.options
+    _, siblings = find_instance(client)
+    if options.columns:
+        captured = declared_columns(options.columns)
+        known = {c.lower() for i in siblings for c in i.columns}
+        missing = [c.name for c in captured if c.name.lower() not in known]
+        if missing:
+            names = ", ".join(i.name for i in siblings)
+            raise ValueError(
+                f"No capture instance of the table ({names}) captures {', '.join(missing)}; "
+                "fix the columns option"
+            )
+    else:
+        captured = union_columns(
+            [
+                (i.name, client.captured_columns(i.name), client.computed_columns(i.name))
+                for i in siblings
+            ]
+        )
+    return output_columns(captured, include_command_id=options.include_command_id)
