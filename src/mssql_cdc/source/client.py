@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -251,8 +252,6 @@ class CdcClient:
 
     def ping_ms(self) -> float:
         """Milliseconds of one ``SELECT 1`` round trip."""
-        import time
-
         began = time.perf_counter()
         self.scalar("SELECT 1")
         return (time.perf_counter() - began) * 1000.0
