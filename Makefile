@@ -14,6 +14,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 FUZZ_SECONDS ?= 20
+FUZZ_JOBS ?= 2
 PYTEST_ARGS ?= --durations=25
 CLANG_FORMAT ?= clang-format
 C_FILES = $(shell git ls-files 'native/*.c' 'native/*.h' 2>/dev/null || find native -name '*.[ch]')
@@ -60,18 +61,11 @@ native-valgrind: native-test
 	@tail -n 3 build/native/memcheck.log
 
 # Each libFuzzer target runs for FUZZ_SECONDS on a copy of its committed seed corpus (new inputs
-# land in build/fuzz/corpus, not in the repository).
+# land in build/fuzz/corpus, not in the repository), FUZZ_JOBS targets at once (scripts/fuzz.sh).
 fuzz:
 	CC=clang cmake -S . -B build/fuzz -G Ninja -DMSSQLCDC_FUZZ=ON -DMSSQLCDC_WERROR=ON >/dev/null
 	cmake --build build/fuzz
-	for target in build/fuzz/native/tests/fuzz/fuzz_*; do \
-	  name=$$(basename $$target); \
-	  mkdir -p build/fuzz/corpus/$$name; \
-	  $$target -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
-	    build/fuzz/corpus/$$name native/tests/fuzz/corpus/$$name 2>build/fuzz/$$name.log \
-	    || { tail -n 40 build/fuzz/$$name.log; exit 1; }; \
-	  echo "fuzz: $$name ran $$(grep -oE 'Done [0-9]+ runs' build/fuzz/$$name.log)"; \
-	done
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) bash scripts/fuzz.sh
 
 pytest: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
