@@ -16,6 +16,9 @@ PY := $(VENV)/bin/python
 FUZZ_SECONDS ?= 20
 FUZZ_JOBS ?= 2
 PYTEST_ARGS ?= --durations=25
+# pytest-xdist processes; each test file runs whole in one of them (ADR 0071). 1: one process.
+PYTEST_WORKERS ?= 2
+XDIST = $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile)
 CLANG_FORMAT ?= clang-format
 C_FILES = $(shell git ls-files 'native/*.c' 'native/*.h' 2>/dev/null || find native -name '*.[ch]')
 
@@ -68,7 +71,7 @@ fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) bash scripts/fuzz.sh
 
 pytest: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The sdist and a cp310-abi3 manylinux_2_17 wheel per architecture (zig's clang, the node's
 # OpenSSL 3; ADR 0050), checked with auditwheel and abi3audit. WHEEL_ARCHES="x86_64" for one.
@@ -95,7 +98,7 @@ SPARK_MINOR_TESTS ?= \
 
 test-spark40 test-spark41: test-spark4%:
 	bash scripts/setup-spark.sh 4.$*
-	.venv-spark4.$*/bin/python -m pytest -p no:cacheprovider $(SPARK_MINOR_TESTS) $(PYTEST_ARGS)
+	.venv-spark4.$*/bin/python -m pytest -p no:cacheprovider $(XDIST) $(SPARK_MINOR_TESTS) $(PYTEST_ARGS)
 
 test-spark-minors: test-spark40 test-spark41
 
