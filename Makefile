@@ -15,7 +15,11 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 FUZZ_SECONDS ?= 20
+FUZZ_JOBS ?= 2
 PYTEST_ARGS ?= --durations=25
+# pytest-xdist processes; each test file runs whole in one of them (ADR 0071). 1: one process.
+PYTEST_WORKERS ?= 2
+XDIST = $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile)
 CLANG_FORMAT ?= clang-format
 C_FILES = $(shell git ls-files 'native/*.c' 'native/*.h' 2>/dev/null || find native -name '*.[ch]')
 
@@ -62,21 +66,14 @@ native-valgrind: native-test
 	@tail -n 3 build/native/memcheck.log
 
 # Each libFuzzer target runs for FUZZ_SECONDS on a copy of its committed seed corpus (new inputs
-# land in build/fuzz/corpus, not in the repository).
+# land in build/fuzz/corpus, not in the repository), FUZZ_JOBS targets at once (scripts/fuzz.sh).
 fuzz:
 	CC=clang cmake -S . -B build/fuzz -G Ninja -DMSSQLCDC_FUZZ=ON -DMSSQLCDC_WERROR=ON >/dev/null
 	cmake --build build/fuzz
-	for target in build/fuzz/native/tests/fuzz/fuzz_*; do \
-	  name=$$(basename $$target); \
-	  mkdir -p build/fuzz/corpus/$$name; \
-	  $$target -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
-	    build/fuzz/corpus/$$name native/tests/fuzz/corpus/$$name 2>build/fuzz/$$name.log \
-	    || { tail -n 40 build/fuzz/$$name.log; exit 1; }; \
-	  echo "fuzz: $$name ran $$(grep -oE 'Done [0-9]+ runs' build/fuzz/$$name.log)"; \
-	done
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) bash scripts/fuzz.sh
 
 pytest: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The sdist and a cp310-abi3 manylinux_2_17 wheel per architecture (zig's clang, the node's
 # OpenSSL 3; ADR 0050), checked with auditwheel and abi3audit. WHEEL_ARCHES="x86_64" for one.
@@ -103,7 +100,7 @@ SPARK_MINOR_TESTS ?= \
 
 test-spark40 test-spark41: test-spark4%:
 	bash scripts/setup-spark.sh 4.$*
-	.venv-spark4.$*/bin/python -m pytest -p no:cacheprovider $(SPARK_MINOR_TESTS) $(PYTEST_ARGS)
+	.venv-spark4.$*/bin/python -m pytest -p no:cacheprovider $(XDIST) $(SPARK_MINOR_TESTS) $(PYTEST_ARGS)
 
 test-spark-minors: test-spark40 test-spark41
 

@@ -37,6 +37,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={warehouse}",
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "2",
+            # Delta rebuilds a table's state from its log in 50 partitions by default (50 tasks
+            # per state rebuild); the tests' tables hold a few files each
+            "spark.databricks.delta.snapshotPartitions": "2",
         },
     )
     yield session

@@ -73,6 +73,9 @@ def main(port: str, warehouse: str) -> None:
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={warehouse}",
             "spark.ui.enabled": "false",
             "spark.sql.shuffle.partitions": "2",
+            # Delta rebuilds a table's state from its log in 50 partitions by default (50 tasks
+            # per state rebuild); the tests' tables hold a few files each
+            "spark.databricks.delta.snapshotPartitions": "2",
         },
     )
     print(READY, flush=True)

@@ -1,6 +1,13 @@
-"""The main job on classic Spark and through a local plain Spark Connect server (``any_spark``):
-``to_delta`` with a facts table, a rerun, the rewind check, the bootstrap, ``finalization.track``
-and the pipeline put together by hand (``register(spark)`` + ``delta_sink``)."""
+"""The main job through a local plain Spark Connect server: ``to_delta`` with a facts table, a
+rerun, the rewind check, the bootstrap, ``finalization.track`` (``connect_spark``), and the
+pipeline put together by hand (``register(spark)`` + ``delta_sink``) on classic Spark and on
+Connect (``any_spark``).
+
+The first three run on Connect only: their classic twins are the classic tests of the same
+behaviour (tests/pipeline/test_to_delta.py and test_one_target.py, tests/sink/test_delta_sink.py
+for the rewind and the new app_id, test_bootstrap.py, test_finalization_stream.py), which assert
+everything these do and more; running them twice on classic Spark cost minutes of CI and
+proved nothing new."""
 
 from __future__ import annotations
 
@@ -14,13 +21,20 @@ from mssql_cdc.sink import delta_sink
 from mssql_cdc.source import register
 
 
+@pytest.fixture
+def connect(connect_spark, monkeypatch):
+    """The Connect session, with ``SPARK_CONNECT_MODE_ENABLED`` set as ``any_spark`` sets it."""
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+    return connect_spark
+
+
 def _facts(spark, path):
     rows = spark.read.format("delta").load(str(path)).where("event IS NULL").orderBy("batch_id")
     return rows.collect()
 
 
-def test_to_delta_reruns_and_refuses_a_deleted_checkpoint(any_spark, source, tmp_path):
-    spark = any_spark
+def test_to_delta_reruns_and_refuses_a_deleted_checkpoint(connect, source, tmp_path):
+    spark = connect
     bronze, facts, cp = tmp_path / "bronze", tmp_path / "facts", tmp_path / "cp"
     source.workload(1)
 
@@ -62,8 +76,8 @@ def test_to_delta_reruns_and_refuses_a_deleted_checkpoint(any_spark, source, tmp
     assert {r["app_id"] for r in _facts(spark, facts)} == {"orders-v1", "orders-v2"}
 
 
-def test_bootstrap_then_changes(any_spark, source, tmp_path):
-    spark = any_spark
+def test_bootstrap_then_changes(connect, source, tmp_path):
+    spark = connect
     bronze, facts, cp = tmp_path / "bronze", tmp_path / "facts", tmp_path / "cp"
     source.sql(
         "INSERT INTO dbo.orders VALUES " + ", ".join(f"({i}, N'n{i}', {i})" for i in range(5))
@@ -90,8 +104,8 @@ def test_bootstrap_then_changes(any_spark, source, tmp_path):
     assert sorted(e["event"] for e in events) == ["bootstrap", "snapshot_open"]
 
 
-def test_track_advances_the_verdict_of_a_running_query(any_spark, source, tmp_path):
-    spark = any_spark
+def test_track_advances_the_verdict_of_a_running_query(connect, source, tmp_path):
+    spark = connect
     bronze, control = str(tmp_path / "bronze"), str(tmp_path / "control")
     source.workload(1)
     query = stream(spark, source.options()).to_delta(

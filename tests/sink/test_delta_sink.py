@@ -245,6 +245,15 @@ def test_a_rewound_checkpoint_fails_its_first_batch_with_the_reason(spark):
     assert spark.table(bronze).count() == 2
     assert [r.batch_id for r in spark.table(facts).orderBy("batch_id").collect()] == [0, 1]
 
+    # a new app_id for the new checkpoint is the way out: its batch 0 is written, beside the old
+    delta_sink(bronze, "orders-v2", facts)(changes(spark, [change(3, 2, 3, "c")]), 0)
+    assert spark.table(bronze).count() == 3
+    assert sorted((r.app_id, r.batch_id) for r in spark.table(facts).collect()) == [
+        ("orders-v1", 0),
+        ("orders-v1", 1),
+        ("orders-v2", 0),
+    ]
+
 
 def test_without_facts_a_rewound_checkpoint_is_dropped_silently(spark, tmp_path):
     bronze = str(tmp_path / "bronze")
