@@ -17,9 +17,7 @@ from mssql_cdc.options import ReaderOptions, SourceOptions, parse_options
 from mssql_cdc.pipeline.arguments import check_trigger, copy_options, path_argument, text_argument
 from mssql_cdc.pipeline.locations import check_checkpoint, resolve_metrics_path
 from mssql_cdc.pipeline.platform import detect_platform
-from mssql_cdc.sink import delta_sink
-from mssql_cdc.sink.identity import check_facts_not_target, check_one_target
-from mssql_cdc.sink.tables import table_ref
+from mssql_cdc.sink import check_facts_not_target, check_one_target, delta_sink, table_ref
 from mssql_cdc.source.registration import register
 
 if TYPE_CHECKING:
