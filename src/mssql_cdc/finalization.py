@@ -23,21 +23,21 @@ import json
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from mssql_cdc.sink.comments import (
-    CONTROL_COLUMNS,
-    CONTROL_SCHEMA_VERSION,
-    CONTROL_TABLE_COMMENT,
+from mssql_cdc.sink import (
+    ensure_control_table,
+    merge_verdict,
+    parse_utc,
+    read_verdict,
+    table_ref,
+    utc_now,
 )
-from mssql_cdc.sink.facts import parse_utc, utc_now
-from mssql_cdc.sink.tables import TableRef, create_table, table_ref
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
     from pyspark.sql.streaming.listener import (
         QueryIdleEvent,
         QueryProgressEvent,
@@ -80,11 +80,7 @@ _CONFLICTS = (
 
 _sleep = time.sleep  # tests replace it
 _monotonic = time.monotonic
-
-_SOURCE_DDL = (
-    "table_name STRING, finalized_until TIMESTAMP_NTZ, end_lsn STRING, "
-    "end_commit_ts TIMESTAMP_NTZ, updated_at TIMESTAMP_NTZ"
-)
+_merge = merge_verdict  # the control table's writer (mssql_cdc.sink.control); tests replace it
 
 
 def _granularity(granularity: str) -> str:
@@ -184,17 +180,6 @@ def end_offset_from_progress(progress: object, *, source_index: int = 0) -> dict
     return {"lsn": str(end["lsn"]), "commit_ts": str(end["commit_ts"])}
 
 
-def _ensure_control(spark: SparkSession, ref: TableRef) -> None:
-    if not ref.exists(spark):
-        create_table(
-            spark,
-            ref,
-            CONTROL_COLUMNS,
-            CONTROL_TABLE_COMMENT,
-            {"mssql_cdc.schema_version": str(CONTROL_SCHEMA_VERSION)},
-        )
-
-
 def _is_conflict(exc: BaseException) -> bool:
     names = {cls.__name__ for cls in type(exc).__mro__}
     text = str(exc)
@@ -204,15 +189,7 @@ def _is_conflict(exc: BaseException) -> bool:
 def finalized_until(spark: SparkSession, control_table: str, table_name: str) -> datetime | None:
     """The verdict of ``table_name`` (naive UTC), or ``None`` before the first one (or when
     the control table does not exist)."""
-    ref = table_ref(control_table, "control_table")
-    if not ref.exists(spark):
-        return None
-    from pyspark.sql import functions as sf
-
-    row = (
-        ref.read(spark).where(sf.col("table_name") == table_name).select("finalized_until").first()
-    )
-    return None if row is None else row["finalized_until"]
+    return read_verdict(spark, table_ref(control_table, "control_table"), table_name)
 
 
 def is_final(
@@ -259,7 +236,7 @@ def advance(
     """
     proposed = candidate(end_offset, granularity=granularity)
     ref = table_ref(control_table, "control_table")
-    _ensure_control(spark, ref)
+    ensure_control_table(spark, ref)
     current = finalized_until(spark, control_table, table_name)
     if end_offset is not None and proposed is None:
         log.info(
@@ -271,22 +248,17 @@ def advance(
         )
     if proposed is None or end_offset is None or (current is not None and current >= proposed):
         return current
-    source = spark.createDataFrame(
-        [
-            (
-                table_name,
-                proposed,
-                str(end_offset.get("lsn")),
-                parse_utc(end_offset.get("commit_ts")),
-                utc_now(),
-            )
-        ],
-        _SOURCE_DDL,
+    row = (
+        table_name,
+        proposed,
+        str(end_offset.get("lsn")),
+        parse_utc(end_offset.get("commit_ts")),
+        utc_now(),
     )
     deadline, delay = _monotonic() + RETRY_SECONDS, 0.25
     while True:
         try:
-            _merge(spark, ref, source)
+            _merge(spark, ref, row)
             break
         except Exception as exc:
             if not _is_conflict(exc) or _monotonic() + delay > deadline:
@@ -297,25 +269,6 @@ def advance(
             _sleep(delay)
             delay = min(delay * 2, 8.0)
     return finalized_until(spark, control_table, table_name)
-
-
-def _merge(spark: SparkSession, ref: TableRef, source: DataFrame) -> None:
-    """MERGE in SQL over a temporary view of ``source``, not ``DeltaTable.merge``: it needs no
-    Delta Connect plugin, so it runs on Spark Connect and serverless too (ADR 0061)."""
-    columns = ("table_name", "finalized_until", "end_lsn", "end_commit_ts", "updated_at")
-    view = f"mssql_cdc_finalization_{uuid.uuid4().hex}"
-    source.createOrReplaceTempView(view)
-    updates = ", ".join(f"t.{c} = s.{c}" for c in columns if c != "table_name")
-    try:
-        spark.sql(
-            f"MERGE INTO {ref.sql} AS t USING {view} AS s ON t.table_name = s.table_name "
-            "WHEN MATCHED AND (t.finalized_until IS NULL OR t.finalized_until < s.finalized_until) "
-            f"THEN UPDATE SET {updates} "
-            f"WHEN NOT MATCHED THEN INSERT ({', '.join(columns)}) "
-            f"VALUES ({', '.join('s.' + c for c in columns)})"
-        )
-    finally:
-        spark.catalog.dropTempView(view)
 
 
 class FinalizationListener:
@@ -487,7 +440,7 @@ def track(
         if not found:
             raise ValueError(f"no active streaming query is named {query!r}")
         query = found[0]
-    _ensure_control(spark, table_ref(control_table, "control_table"))
+    ensure_control_table(spark, table_ref(control_table, "control_table"))
     listener = FinalizationListener(
         spark, str(query.runId), control_table, table_name, granularity=granularity
     )

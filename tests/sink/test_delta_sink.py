@@ -11,8 +11,8 @@ import pytest
 from _changes import T0, PartitionMetrics, change, changes, lsn, reading, write_metrics
 
 from mssql_cdc.sink import delta_sink
-from mssql_cdc.sink.comments import BRONZE_COLUMN_COMMENTS, FACTS_COLUMNS
 from mssql_cdc.sink.delta import DeltaSink
+from mssql_cdc.sink.schemas import BRONZE_COLUMN_COMMENTS, FACTS_COLUMNS
 
 BATCH0 = [change(1, 2, 1, "a"), change(2, 2, 2, "b")]
 BATCH1 = [change(5, 3, 1, "a"), change(5, 4, 1, "a2"), change(6, 1, 2, "b")]

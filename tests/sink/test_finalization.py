@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from mssql_cdc import finalization
-from mssql_cdc.sink.comments import CONTROL_COLUMNS
+from mssql_cdc.sink.schemas import CONTROL_COLUMNS
 
 
 @pytest.fixture(scope="module")

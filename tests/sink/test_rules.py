@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from mssql_cdc._metrics import PartitionMetrics
-from mssql_cdc.sink.comments import FACTS_COLUMNS
 from mssql_cdc.sink.facts import FoldedMetrics, event_rows, fold_metrics
 from mssql_cdc.sink.guard import Recorded, Verdict, check_replay, classify
+from mssql_cdc.sink.schemas import FACTS_COLUMNS
 from mssql_cdc.sink.tables import table_ref
 
 NAMES = [n for n, _, _ in FACTS_COLUMNS]

@@ -71,8 +71,7 @@ def _start_streams(
     spark: SparkSession, emu: Emulator, config: DemoConfig
 ) -> dict[str, StreamingQuery]:
     from mssql_cdc import stream
-    from mssql_cdc.pipeline.bootstrap import ensure_facts_table
-    from mssql_cdc.sink.tables import table_ref
+    from mssql_cdc.sink import ensure_facts_table, table_ref
 
     facts = str(config.workdir / "facts")
     ensure_facts_table(spark, table_ref(facts, "facts_table"))  # one creator, not three

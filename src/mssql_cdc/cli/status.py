@@ -42,32 +42,8 @@ def read_status(spark: SparkSession, facts_table: str) -> list[StreamStatus]:
     Raises:
         ValueError: ``facts_table`` is empty or not a Delta table.
     """
-    from pyspark.sql import functions as sf
+    from mssql_cdc.sink import stream_summaries
 
-    from mssql_cdc.sink.tables import table_ref
-
-    ref = table_ref(facts_table, "facts")
-    if not ref.exists(spark):
-        raise ValueError(f"facts table {facts_table!r} does not exist")
-    batches = ref.read(spark).where(sf.col("event").isNull())
-    newest = sf.max_by(
-        sf.struct(
-            "batch_id",
-            "rows",
-            "written_at",
-            "target",
-            "ingestion_lag_seconds",
-            "capture_lag_seconds",
-            "retention_headroom_hours",
-        ),
-        "batch_id",
-    )
-    rows = (
-        batches.groupBy("app_id")
-        .agg(sf.count(sf.lit(1)).alias("n"), sf.sum("rows").alias("rows"), newest.alias("last"))
-        .orderBy("app_id")
-        .collect()
-    )
     return [
         StreamStatus(
             app_id=r["app_id"],
@@ -81,26 +57,15 @@ def read_status(spark: SparkSession, facts_table: str) -> list[StreamStatus]:
             capture_lag_seconds=r["last"]["capture_lag_seconds"],
             retention_headroom_hours=r["last"]["retention_headroom_hours"],
         )
-        for r in rows
+        for r in stream_summaries(spark, facts_table)
     ]
 
 
 def recent_events(spark: SparkSession, facts_table: str, limit: int) -> list[dict[str, Any]]:
     """The newest ``limit`` event rows (``event IS NOT NULL``), newest first."""
-    from pyspark.sql import functions as sf
+    from mssql_cdc.sink import recent_events as read_events
 
-    from mssql_cdc.sink.tables import table_ref
-
-    rows = (
-        table_ref(facts_table, "facts")
-        .read(spark)
-        .where(sf.col("event").isNotNull())
-        .orderBy(sf.col("written_at").desc())
-        .select("written_at", "app_id", "event", "rows", "max_lsn", "detail")
-        .limit(limit)
-        .collect()
-    )
-    return [r.asDict() for r in rows]
+    return read_events(spark, facts_table, limit)
 
 
 def _number(value: float | None, digits: int = 1) -> str:

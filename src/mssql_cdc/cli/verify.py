@@ -41,16 +41,11 @@ def source_history(session: Queryable, capture_instance: str) -> list[Change]:
 
 
 def bronze_history(spark: SparkSession, bronze: str) -> list[Change]:
-    """Bronze's change rows (operation 1-4) as ``(start_lsn, seqval, operation)``, in order."""
-    from delta.tables import DeltaTable
+    """Bronze's change rows (operation 1-4) as ``(start_lsn, seqval, operation)``, in order
+    (read by ``mssql_cdc.sink``, the tables' owner; empty before the first batch with rows)."""
+    from mssql_cdc.sink import change_history
 
-    if not DeltaTable.isDeltaTable(spark, bronze):  # no batch with rows yet
-        return []
-    df = spark.read.format("delta").load(bronze).where("_operation <> 0")
-    ordered = df.select("_start_lsn", "_seqval", "_operation").orderBy(
-        "_start_lsn", "_seqval", "_operation"
-    )
-    return [(r[0], r[1], int(r[2])) for r in ordered.collect()]
+    return change_history(spark, bronze)
 
 
 def compare(name: str, source: list[Change], bronze: list[Change]) -> list[str]:

@@ -18,8 +18,12 @@ from mssql_cdc.options import ReaderOptions, SourceOptions, parse_options
 from mssql_cdc.pipeline.arguments import check_trigger, copy_options, path_argument, text_argument
 from mssql_cdc.pipeline.locations import check_checkpoint, resolve_metrics_path
 from mssql_cdc.pipeline.platform import detect_platform
-from mssql_cdc.sink.delta import DeltaSink
-from mssql_cdc.sink.identity import check_facts_not_target, check_one_target, sink_arguments
+from mssql_cdc.sink import (
+    DeltaSink,
+    check_facts_not_target,
+    check_one_target,
+    sink_arguments,
+)
 from mssql_cdc.source import register
 
 if TYPE_CHECKING:

@@ -1,4 +1,11 @@
-"""The exactly-once Delta sink of a CDC stream (``delta_sink``) and its tables.
+"""Every Delta table this project writes, and the exactly-once sink that writes them (ADR 0072).
+
+This package is the sole owner of the tables: bronze (``bronze``), facts (``facts``,
+``facts_table``), the finalization control table (``control``), each declared once in
+``schemas`` (columns, types, comments, schema version) and created by ``tables.ensure_table``;
+every ``txnAppId`` is named in ``app_ids``. Orchestration (``mssql_cdc.pipeline``,
+``mssql_cdc.finalization``, the command line) imports the names below and never touches a table
+itself.
 
 Importing this package does not import PySpark (ADR 0004); Spark is imported when a batch is
 written. See docs/sink.md.
@@ -6,6 +13,52 @@ written. See docs/sink.md.
 
 from __future__ import annotations
 
-from mssql_cdc.sink.delta import delta_sink
+from mssql_cdc.sink.app_ids import bronze_app_id, events_app_id, facts_app_id
+from mssql_cdc.sink.bronze import change_history, find_snapshot, snapshot_rows, write_snapshot
+from mssql_cdc.sink.control import ensure_control_table, merge_verdict, read_verdict
+from mssql_cdc.sink.delta import DeltaSink, delta_sink
+from mssql_cdc.sink.facts import parse_utc, utc_now
+from mssql_cdc.sink.facts_table import (
+    bootstrap_lsn,
+    ensure_facts_table,
+    recent_events,
+    stream_summaries,
+    write_bootstrap,
+    write_snapshot_open,
+)
+from mssql_cdc.sink.identity import check_facts_not_target, check_one_target, sink_arguments
+from mssql_cdc.sink.schemas import BRONZE, CONTROL, FACTS, TableKind
+from mssql_cdc.sink.tables import TableRef, same_table, table_ref
 
-__all__ = ["delta_sink"]
+__all__ = [
+    "BRONZE",
+    "CONTROL",
+    "FACTS",
+    "DeltaSink",
+    "TableKind",
+    "TableRef",
+    "bootstrap_lsn",
+    "bronze_app_id",
+    "change_history",
+    "check_facts_not_target",
+    "check_one_target",
+    "delta_sink",
+    "ensure_control_table",
+    "ensure_facts_table",
+    "events_app_id",
+    "facts_app_id",
+    "find_snapshot",
+    "merge_verdict",
+    "parse_utc",
+    "read_verdict",
+    "recent_events",
+    "same_table",
+    "sink_arguments",
+    "snapshot_rows",
+    "stream_summaries",
+    "table_ref",
+    "utc_now",
+    "write_bootstrap",
+    "write_snapshot",
+    "write_snapshot_open",
+]

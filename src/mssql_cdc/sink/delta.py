@@ -35,19 +35,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mssql_cdc._metrics import MetricsDir, metrics_dir
+from mssql_cdc.sink.app_ids import bronze_app_id, facts_app_id
 from mssql_cdc.sink.batch_read import held
-from mssql_cdc.sink.comments import (
-    BRONZE_COLUMN_COMMENTS,
-    BRONZE_SCHEMA_VERSION,
-    BRONZE_TABLE_COMMENT,
-    FACTS_COLUMNS,
-    FACTS_SCHEMA_VERSION,
-    FACTS_TABLE_COMMENT,
-    SINK_COLUMNS,
-)
+from mssql_cdc.sink.bronze import append_bronze, clashing_columns, with_sink_columns
 from mssql_cdc.sink.counts import count_batch
 from mssql_cdc.sink.facts import (
-    FACTS_DDL,
     BatchCounts,
     FoldedMetrics,
     batch_row,
@@ -57,10 +49,11 @@ from mssql_cdc.sink.facts import (
     parse_utc,
     utc_now,
 )
+from mssql_cdc.sink.facts_table import append_facts, last_batch
 from mssql_cdc.sink.guard import Recorded, Verdict, check_replay, classify
 from mssql_cdc.sink.identity import check_facts_not_target, check_one_target, sink_arguments
 from mssql_cdc.sink.offsets import batch_end
-from mssql_cdc.sink.tables import TableRef, columns_of, create_table, txn_version
+from mssql_cdc.sink.tables import TableRef, txn_version
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -68,8 +61,6 @@ if TYPE_CHECKING:
 __all__ = ["DeltaSink", "delta_sink"]
 
 log = logging.getLogger("mssql_cdc.sink")
-
-_SINK_NAMES = {name for name, _, _ in SINK_COLUMNS}
 
 
 def delta_sink(
@@ -156,7 +147,7 @@ class DeltaSink:
     @property
     def facts_app_id(self) -> str:
         """``txnAppId`` of the facts commits."""
-        return f"{self.app_id}#facts"
+        return facts_app_id(self.app_id)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         started_at, clock = utc_now(), time.monotonic()
@@ -243,7 +234,7 @@ class DeltaSink:
     # -- steps ---------------------------------------------------------------------------------
 
     def _check_columns(self, df: DataFrame) -> None:
-        clash = [c for c in df.columns if c.lower() in _SINK_NAMES]
+        clash = clashing_columns(df.columns)
         if clash:
             raise ValueError(
                 f"delta_sink {self.app_id!r}: the batch already has column(s) {clash}, which the "
@@ -255,27 +246,14 @@ class DeltaSink:
         assert self.facts is not None
         facts_last, last_max, last_end, last_rows = -1, None, None, None
         if self._exists(spark, self.facts):
-            from pyspark.sql import functions as sf
-
-            row = (
-                self.facts.read(spark)
-                .where((sf.col("app_id") == self.app_id) & sf.col("event").isNull())
-                .where(sf.col("batch_id").isNotNull())
-                .orderBy(sf.col("batch_id").desc())
-                .select("batch_id", "max_lsn", "end_lsn", "rows")
-                .first()
-            )
-            if row is not None:
-                facts_last, last_max, last_end = (
-                    int(row["batch_id"]),
-                    row["max_lsn"],
-                    row["end_lsn"],
-                )
-                last_rows = None if row["rows"] is None else int(row["rows"])
+            last = last_batch(spark, self.facts, self.app_id)
+            if last is not None:
+                facts_last, last_max, last_end = last.batch_id, last.max_lsn, last.end_lsn
+                last_rows = last.rows
         return Recorded(
             facts_last=facts_last,
             facts_txn=txn_version(spark, self.facts, self.facts_app_id),
-            target_txn=txn_version(spark, self.target, self.app_id),
+            target_txn=txn_version(spark, self.target, bronze_app_id(self.app_id)),
             last_max_lsn=last_max,
             last_end_lsn=last_end,
             last_rows=last_rows,
@@ -323,28 +301,14 @@ class DeltaSink:
     def _append_target(
         self, spark: SparkSession, cached: DataFrame, counts: BatchCounts, batch_id: int
     ) -> None:
-        from pyspark.sql import functions as sf
-
-        out = (
-            cached.withColumn("_batch_id", sf.lit(batch_id).cast("int"))
-            .withColumn("_snapshot", sf.lit(None).cast("string"))
-            .withColumn("_chunk", sf.lit(None).cast("int"))
-        )
-        if not self._exists(spark, self.target):
-            create_table(
-                spark,
-                self.target,
-                columns_of(out.schema, BRONZE_COLUMN_COMMENTS),
-                BRONZE_TABLE_COMMENT,
-                {"mssql_cdc.schema_version": str(BRONZE_SCHEMA_VERSION)},
-            )
-            self._existing.add(self.target)
-        self.target.append(
+        out = with_sink_columns(cached, batch_id=batch_id, snapshot=None)
+        append_bronze(
+            spark,
+            self.target,
             out,
-            self.app_id,
-            batch_id,
-            metadata_json(counts, self.app_id, batch_id),
-            merge_schema=True,
+            txn=(bronze_app_id(self.app_id), batch_id),
+            metadata=metadata_json(counts, self.app_id, batch_id),
+            seen=self._existing,
         )
 
     def _append_facts(
@@ -379,19 +343,11 @@ class DeltaSink:
                 target=self.target.text,
                 written_at=written_at,
             )
-        if not self._exists(spark, facts):
-            create_table(
-                spark,
-                facts,
-                FACTS_COLUMNS,
-                FACTS_TABLE_COMMENT,
-                {"mssql_cdc.schema_version": str(FACTS_SCHEMA_VERSION)},
-            )
-            self._existing.add(facts)
-        facts.append(
-            spark.createDataFrame(rows, FACTS_DDL),
-            self.facts_app_id,
-            batch_id,
+        append_facts(
+            spark,
+            facts,
+            rows,
+            (self.facts_app_id, batch_id),
             metadata_json(counts, self.app_id, batch_id),
-            merge_schema=False,
+            seen=self._existing,
         )

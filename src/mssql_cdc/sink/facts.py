@@ -1,9 +1,10 @@
-"""Facts rows: a micro-batch's counts and metrics, and its event rows, as plain Python values.
+"""Facts rows, every kind of them, as plain Python values: a micro-batch's counts and metrics,
+its event rows, and a bootstrap's ``snapshot_open`` and ``bootstrap`` rows.
 
-No Spark here: :func:`batch_row` and :func:`event_rows` return tuples in the column order of
-``comments.FACTS_COLUMNS`` (docs/sink.md#the-facts-table) that the
-sink turns into one DataFrame and appends in one commit. Times are naive ``datetime`` in UTC
-(TIMESTAMP_NTZ).
+No Spark here: :func:`batch_row`, :func:`event_rows`, :func:`snapshot_open_row` and
+:func:`bootstrap_row` return tuples in the column order of ``schemas.FACTS``
+(docs/sink.md#the-facts-table) that ``facts_table`` turns into one DataFrame and appends in one
+commit. Times are naive ``datetime`` in UTC (TIMESTAMP_NTZ).
 
 Event files (``MetricsDir.events()``) are read with these keys: ``kind`` (``schema_change``,
 ``capture_instance_switched`` or ``data_skipped``), ``key``, ``lsn`` (the event's LSN),
@@ -23,7 +24,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from mssql_cdc._metrics import PartitionMetrics
-from mssql_cdc.sink.comments import FACTS_COLUMNS
+from mssql_cdc.sink.schemas import FACTS
 
 __all__ = [
     "EVENT_KINDS",
@@ -31,10 +32,12 @@ __all__ = [
     "BatchCounts",
     "FoldedMetrics",
     "batch_row",
+    "bootstrap_row",
     "event_rows",
     "fold_metrics",
     "metadata_json",
     "parse_utc",
+    "snapshot_open_row",
     "utc_now",
 ]
 
@@ -44,9 +47,9 @@ log = logging.getLogger("mssql_cdc.sink")
 EVENT_KINDS = ("schema_change", "capture_instance_switched", "data_skipped")
 
 #: the facts table's schema as a Spark DDL string, in column order
-FACTS_DDL = ", ".join(f"`{name}` {sql_type}" for name, sql_type, _ in FACTS_COLUMNS)
+FACTS_DDL = FACTS.ddl
 
-_FACT_NAMES = [name for name, _, _ in FACTS_COLUMNS]
+_FACT_NAMES = list(FACTS.names)
 
 
 def utc_now() -> datetime:
@@ -169,7 +172,8 @@ def fold_metrics(parts: Sequence[PartitionMetrics]) -> FoldedMetrics:
 
 def _row(values: Mapping[str, Any]) -> tuple[Any, ...]:
     unknown = set(values) - set(_FACT_NAMES)
-    assert not unknown, unknown
+    if unknown:
+        raise KeyError(f"not facts columns: {sorted(unknown)}")
     return tuple(values.get(name) for name in _FACT_NAMES)
 
 
@@ -216,7 +220,7 @@ def event_rows(
     target: str,
     written_at: datetime,
 ) -> list[tuple[Any, ...]]:
-    """One facts row per event file, ordered by LSN (reference section 4.2.1): ``rows`` 0,
+    """One facts row per event file, ordered by LSN: ``rows`` 0,
     ``min_lsn`` = ``max_lsn`` = ``end_lsn`` = the event's LSN, the commit-time columns its
     commit time. Files of another kind are skipped with a WARNING."""
     rows: list[tuple[str, str, tuple[Any, ...]]] = []
@@ -249,3 +253,89 @@ def event_rows(
         }
         rows.append((str(lsn or ""), f"{kind}/{event.get('key', '')}", _row(values)))
     return [row for _, _, row in sorted(rows, key=lambda r: (r[0], r[1]))]
+
+
+def _event(
+    event: str,
+    *,
+    app_id: str,
+    snapshot_lsn: str,
+    commit_ts: datetime | None,
+    target: str,
+    written_at: datetime,
+) -> dict[str, Any]:
+    return {
+        "app_id": app_id,
+        "batch_id": None,
+        "rows": 0,
+        "min_lsn": snapshot_lsn,
+        "max_lsn": snapshot_lsn,
+        "min_commit_ts": commit_ts,
+        "max_commit_ts": commit_ts,
+        "deletes": 0,
+        "inserts": 0,
+        "updates": 0,
+        "event": event,
+        "end_lsn": snapshot_lsn,
+        "end_commit_ts": commit_ts,
+        "target": target,
+        "written_at": written_at,
+    }
+
+
+def snapshot_open_row(
+    *,
+    app_id: str,
+    snapshot_lsn: str,
+    commit_ts: datetime | None,
+    target: str,
+    written_at: datetime,
+) -> tuple[Any, ...]:
+    """The ``snapshot_open`` row of a full bootstrap snapshot, written before the table is
+    read: ``min_lsn`` = ``max_lsn`` = ``end_lsn`` = the snapshot LSN, ``rows`` 0, ``detail``
+    ``{"mode": "full", "kind": "bootstrap", "generation": 0, ...}``."""
+    values = _event(
+        "snapshot_open",
+        app_id=app_id,
+        snapshot_lsn=snapshot_lsn,
+        commit_ts=commit_ts,
+        target=target,
+        written_at=written_at,
+    )
+    values["detail"] = json.dumps(
+        {
+            "mode": "full",
+            "kind": "bootstrap",
+            "generation": 0,
+            "lost_from_ts": None,
+            "lost_to_ts": None,
+        },
+        sort_keys=True,
+    )
+    return _row(values)
+
+
+def bootstrap_row(
+    *,
+    app_id: str,
+    snapshot_lsn: str,
+    commit_ts: datetime | None,
+    rows: int,
+    started_at: datetime | None,
+    duration_ms: int | None,
+    target: str,
+    written_at: datetime,
+) -> tuple[Any, ...]:
+    """The ``bootstrap`` row: the snapshot's ``rows`` (0 for an empty table, whose only trace
+    it is), ``min_lsn`` = ``max_lsn`` = ``end_lsn`` = the snapshot LSN; ``started_at`` and
+    ``duration_ms`` of the read when this run took it (``None`` when a rerun repairs it)."""
+    values = _event(
+        "bootstrap",
+        app_id=app_id,
+        snapshot_lsn=snapshot_lsn,
+        commit_ts=commit_ts,
+        target=target,
+        written_at=written_at,
+    )
+    values.update(rows=rows, started_at=started_at, duration_ms=duration_ms)
+    return _row(values)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mssql_cdc.sink.facts_table import recorded_targets
 from mssql_cdc.sink.guard import other_target
 from mssql_cdc.sink.tables import TableRef, same_table, table_ref
 
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
 __all__ = [
     "check_facts_not_target",
     "check_one_target",
-    "recorded_targets",
     "sink_arguments",
 ]
 
@@ -54,22 +54,6 @@ def check_facts_not_target(spark: SparkSession | None, target: TableRef, facts: 
             f"facts_table {facts.text!r} is the target {target.text!r}: the facts rows would "
             "be appended to bronze; give the facts table its own name or path"
         )
-
-
-def recorded_targets(spark: SparkSession, facts: TableRef, app_id: str) -> list[str]:
-    """The targets the facts table records for ``app_id`` (as they were written), if any."""
-    if not facts.exists(spark):
-        return []
-    from pyspark.sql import functions as sf
-
-    rows = (
-        facts.read(spark)
-        .where((sf.col("app_id") == app_id) & sf.col("target").isNotNull())
-        .select("target")
-        .distinct()
-        .collect()
-    )
-    return sorted(str(r["target"]) for r in rows)
 
 
 def check_one_target(spark: SparkSession, app_id: str, target: TableRef, facts: TableRef) -> None:

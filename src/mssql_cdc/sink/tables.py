@@ -34,6 +34,7 @@ __all__ = [
     "TableRef",
     "columns_of",
     "create_table",
+    "ensure_table",
     "normal_path",
     "quote",
     "same_table",
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 from mssql_cdc.sink.ddl import quote_identifier, run_create_table
+from mssql_cdc.sink.schemas import TableKind
 from mssql_cdc.sink.txn_ids import has_delta_log, recorded_txn_version
 
 log = logging.getLogger("mssql_cdc.sink")
@@ -199,6 +201,14 @@ class TableRef:
         else:
             writer.saveAsTable(self.catalog_name)
 
+    def append_untracked(self, df: DataFrame) -> None:
+        """Appends ``df`` in one commit without a ``SetTransaction`` (no idempotency key)."""
+        writer = df.write.format("delta").mode("append")
+        if self.path is not None:
+            writer.save(self.path)
+        else:
+            writer.saveAsTable(self.catalog_name)
+
     def delta_table(self, spark: SparkSession) -> DeltaTable:
         """``delta.tables.DeltaTable`` for this table."""
         from delta.tables import DeltaTable
@@ -290,6 +300,35 @@ def create_table(
         log.info("%s was created by another writer at the same time; using it", ref.text)
         return
     log.info("created Delta table %s (unless it existed)", ref.text)
+
+
+def ensure_table(
+    spark: SparkSession,
+    ref: TableRef,
+    kind: TableKind,
+    schema: StructType | None = None,
+    *,
+    seen: set[TableRef] | None = None,
+) -> None:
+    """Creates the table ``ref`` of ``kind`` unless it exists: the one way tables are created.
+
+    Args:
+        kind: the declaration (``schemas.BRONZE``, ``FACTS`` or ``CONTROL``): comments,
+            schema version.
+        schema: the columns of a bronze table (the batch's, metadata columns included), their
+            comments taken from ``kind``; ``None``: ``kind``'s own columns.
+        seen: tables known to exist; a table in it is not looked up, a table found or created
+            is added to it.
+    """
+    if seen is not None and ref in seen:
+        return
+    if not ref.exists(spark):
+        columns: Sequence[tuple[str, Any, str | None]] = (
+            kind.columns if schema is None else columns_of(schema, kind.column_comments)
+        )
+        create_table(spark, ref, columns, kind.comment, kind.properties())
+    if seen is not None:
+        seen.add(ref)
 
 
 def _adopt(spark: SparkSession, ref: TableRef) -> bool:

@@ -1,24 +1,38 @@
-"""Column lists and comments of the tables the sink and finalization create.
+"""The declaration of every table kind this project writes: bronze, facts, control.
 
-Pure data, no Spark: each table is a list of ``(name, sql_type, comment)`` in table order plus a
-table comment (docs/reference/bronze-schema.md, docs/sink.md).
-``docs/sink.md`` describes the same columns; ``tests/sink`` checks the two agree.
+Pure data, no Spark. Each kind is one :class:`TableKind`: its columns ``(name, sql_type,
+comment)`` in table order (bronze: the metadata columns the source and the sink add; its data
+columns are the captured table's), its table comment and its ``mssql_cdc.schema_version``
+(docs/reference/bronze-schema.md, docs/sink.md). ``docs/sink.md`` describes the same columns;
+``tests/sink`` checks the two agree. Tables are created from these declarations only
+(``tables.ensure_table``, ADR 0072).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 __all__ = [
+    "BRONZE",
     "BRONZE_COLUMN_COMMENTS",
     "BRONZE_SCHEMA_VERSION",
     "BRONZE_TABLE_COMMENT",
+    "CONTROL",
     "CONTROL_COLUMNS",
     "CONTROL_SCHEMA_VERSION",
     "CONTROL_TABLE_COMMENT",
+    "FACTS",
     "FACTS_COLUMNS",
     "FACTS_SCHEMA_VERSION",
     "FACTS_TABLE_COMMENT",
+    "SCHEMA_VERSION_PROPERTY",
     "SINK_COLUMNS",
+    "TableKind",
 ]
+
+#: the table property holding a table's schema version
+SCHEMA_VERSION_PROPERTY = "mssql_cdc.schema_version"
+
 
 #: ``mssql_cdc.schema_version`` of each table kind: the number of migrations the reference
 #: release knows, so its readers accept tables this package creates.
@@ -260,3 +274,61 @@ CONTROL_COLUMNS: list[tuple[str, str, str]] = [
     ),
     ("snapshot_wave", "INT", "Silver rows only: last applied wave of open_snapshot_lsn."),
 ]
+
+
+@dataclass(frozen=True)
+class TableKind:
+    """One kind of table this project writes.
+
+    Attributes:
+        kind: ``"bronze"``, ``"facts"`` or ``"control"``.
+        columns: ``(name, sql_type, comment)`` in table order; for bronze, the columns the sink
+            appends after the captured ones (the rest come from the batch's schema).
+        column_comments: comment of each column by name (bronze: the metadata columns too).
+        comment: the table comment.
+        schema_version: the ``mssql_cdc.schema_version`` table property; a kind whose columns
+            change gets a higher version and its migration is declared here.
+    """
+
+    kind: str
+    columns: tuple[tuple[str, str, str], ...]
+    column_comments: dict[str, str]
+    comment: str
+    schema_version: int
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The declared column names, in order."""
+        return tuple(name for name, _, _ in self.columns)
+
+    @property
+    def ddl(self) -> str:
+        """The declared columns as a Spark DDL string (for ``createDataFrame``)."""
+        return ", ".join(f"`{name}` {sql_type}" for name, sql_type, _ in self.columns)
+
+    def properties(self) -> dict[str, str]:
+        """The table properties a new table of this kind gets."""
+        return {SCHEMA_VERSION_PROPERTY: str(self.schema_version)}
+
+
+BRONZE = TableKind(
+    "bronze",
+    tuple(SINK_COLUMNS),
+    BRONZE_COLUMN_COMMENTS,
+    BRONZE_TABLE_COMMENT,
+    BRONZE_SCHEMA_VERSION,
+)
+FACTS = TableKind(
+    "facts",
+    tuple(FACTS_COLUMNS),
+    {name: comment for name, _, comment in FACTS_COLUMNS},
+    FACTS_TABLE_COMMENT,
+    FACTS_SCHEMA_VERSION,
+)
+CONTROL = TableKind(
+    "control",
+    tuple(CONTROL_COLUMNS),
+    {name: comment for name, _, comment in CONTROL_COLUMNS},
+    CONTROL_TABLE_COMMENT,
+    CONTROL_SCHEMA_VERSION,
+)

@@ -1,0 +1,195 @@
+"""The bronze table on Delta: its one writer and its one reader (docs/reference/bronze-schema.md).
+
+Runs on the driver. Bronze holds the captured columns, the source's metadata columns and the
+three columns the sink adds (``schemas.BRONZE``: ``_batch_id``, ``_snapshot``, ``_chunk``).
+Two kinds of commit append to it, both through :func:`append_bronze`: a micro-batch
+(``txnAppId`` ``<app_id>``, ``txnVersion`` the batch id, the counts as ``userMetadata``) and a
+bootstrap snapshot (``<app_id>#events``, version 0, ``{"event": "bootstrap", ...}``), the ids
+named in ``app_ids``. The readers answer what the bootstrap and ``mssql-cdc verify`` ask.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from mssql_cdc.sink.app_ids import BOOTSTRAP_VERSION, events_app_id
+from mssql_cdc.sink.schemas import BRONZE
+from mssql_cdc.sink.tables import TableRef, ensure_table, table_ref, txn_version
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = [
+    "append_bronze",
+    "change_history",
+    "clashing_columns",
+    "find_snapshot",
+    "snapshot_rows",
+    "with_sink_columns",
+    "write_snapshot",
+]
+
+#: the sink-added columns, declared in ``schemas``
+_SINK_NAMES = {name for name, _, _ in BRONZE.columns}
+
+
+def clashing_columns(columns: Sequence[str]) -> list[str]:
+    """Columns of a batch that the sink adds itself (compared ignoring case)."""
+    return [c for c in columns if c.lower() in _SINK_NAMES]
+
+
+def with_sink_columns(
+    df: DataFrame, *, batch_id: int | None, snapshot: str | None, chunk: int | None = None
+) -> DataFrame:
+    """``df`` with the sink-added columns (``_batch_id``, ``_snapshot``, ``_chunk``) set."""
+    from pyspark.sql import functions as sf
+
+    return (
+        df.withColumn("_batch_id", sf.lit(batch_id).cast("int"))
+        .withColumn("_snapshot", sf.lit(snapshot).cast("string"))
+        .withColumn("_chunk", sf.lit(chunk).cast("int"))
+    )
+
+
+def append_bronze(
+    spark: SparkSession,
+    target: TableRef,
+    out: DataFrame,
+    *,
+    txn: tuple[str, int],
+    metadata: str,
+    seen: set[TableRef] | None = None,
+) -> None:
+    """Appends ``out`` (sink columns included) in one commit, creating the table first with the
+    batch's columns and their comments; new columns are merged into the schema.
+
+    Args:
+        txn: ``(txnAppId, txnVersion)`` (``app_ids``): Delta skips the commit when the version
+            is not above the one recorded for the app id.
+        metadata: the commit's ``userMetadata``.
+        seen: see ``tables.ensure_table``.
+    """
+    ensure_table(spark, target, BRONZE, out.schema, seen=seen)
+    target.append(out, txn[0], txn[1], metadata, merge_schema=True)
+
+
+def write_snapshot(
+    spark: SparkSession,
+    target: TableRef,
+    df: DataFrame,
+    *,
+    app_id: str,
+    snapshot_lsn: str,
+    capture_instance: str,
+) -> None:
+    """Appends a bootstrap snapshot's rows (operation 0, ``_snapshot`` = its LSN) once per
+    app_id: ``txnAppId`` ``<app_id>#events``, ``txnVersion`` 0."""
+    out = with_sink_columns(df, batch_id=None, snapshot=snapshot_lsn)
+    meta = {
+        "app_id": app_id,
+        "event": "bootstrap",
+        "snapshot_lsn": snapshot_lsn,
+        "capture_instance": capture_instance,
+    }
+    append_bronze(
+        spark,
+        target,
+        out,
+        txn=(events_app_id(app_id), BOOTSTRAP_VERSION),
+        metadata=json.dumps(meta),
+    )
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def _stamp(df: DataFrame) -> Column:
+    from pyspark.sql import functions as sf
+
+    if "_snapshot" in df.columns:
+        return sf.coalesce(sf.col("_snapshot"), sf.col("_start_lsn"))
+    return sf.col("_start_lsn")
+
+
+def _max_snapshot(df: DataFrame) -> str | None:
+    from pyspark.sql import functions as sf
+
+    row = df.where(sf.col("_operation") == 0).agg(sf.max(_stamp(df))).first()
+    return None if row is None else row[0]
+
+
+def _from_history(spark: SparkSession, target: TableRef, app_id: str) -> str | None:
+    """The snapshot LSN from the ``userMetadata`` of this app_id's snapshot commit (the only
+    trace in the target of an empty table's snapshot)."""
+    from pyspark.sql import functions as sf
+
+    history = target.delta_table(spark).history().where(sf.col("userMetadata").isNotNull())
+    for row in history.select("userMetadata").collect():
+        try:
+            meta = json.loads(row["userMetadata"])
+        except ValueError:
+            continue
+        if (
+            isinstance(meta, dict)
+            and meta.get("app_id") == app_id
+            and meta.get("event") == "bootstrap"
+        ):
+            lsn = meta.get("snapshot_lsn")
+            return lsn if isinstance(lsn, str) else None
+    return None
+
+
+def find_snapshot(
+    spark: SparkSession, target: TableRef, app_id: str, instances: Callable[[], Sequence[str]]
+) -> tuple[str | None, bool]:
+    """The LSN of a snapshot already in bronze, and whether it was found there (``True``) or
+    not at all (``None, False``).
+
+    In order: this app_id's snapshot commit (``<app_id>#events``; its LSN from the rows, else
+    from the commit's ``userMetadata``), else the newest operation-0 rows of any of
+    ``instances()`` (called only when bronze holds operation-0 rows).
+    """
+    from pyspark.sql import functions as sf
+
+    if not target.exists(spark):
+        return None, False
+    own = txn_version(spark, target, events_app_id(app_id))
+    if own is not None and own >= 0:
+        found = _max_snapshot(target.read(spark)) or _from_history(spark, target, app_id)
+        if found is not None:
+            return found, True
+    df = target.read(spark)
+    if df.where(sf.col("_operation") == 0).limit(1).count() == 0:
+        return None, False
+    names = [name.lower() for name in instances()]
+    found = _max_snapshot(df.where(sf.lower(sf.col("_capture_instance")).isin(names)))
+    return found, found is not None
+
+
+def snapshot_rows(spark: SparkSession, target: TableRef, lsn: str) -> tuple[int, Any]:
+    """Rows of the snapshot ``lsn`` in the target and their commit time."""
+    from pyspark.sql import functions as sf
+
+    df = target.read(spark)
+    row = (
+        df.where((sf.col("_operation") == 0) & (_stamp(df) == lsn))
+        .agg(sf.count(sf.lit(1)), sf.max("_commit_ts"))
+        .first()
+    )
+    assert row is not None  # a global aggregation returns one row
+    return int(row[0]), row[1]
+
+
+def change_history(spark: SparkSession, bronze: str) -> list[tuple[str, str, int]]:
+    """Bronze's change rows (operation 1-4) as ``(start_lsn, seqval, operation)``, in order;
+    empty when the table does not exist yet (no batch with rows)."""
+    ref = table_ref(bronze, "bronze")
+    if not ref.exists(spark):
+        return []
+    df = ref.read(spark).where("_operation <> 0")
+    ordered = df.select("_start_lsn", "_seqval", "_operation").orderBy(
+        "_start_lsn", "_seqval", "_operation"
+    )
+    return [(r[0], r[1], int(r[2])) for r in ordered.collect()]

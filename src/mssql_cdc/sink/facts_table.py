@@ -1,0 +1,249 @@
+"""The facts table on Delta: its one writer and its one reader (docs/sink.md#the-facts-table).
+
+Runs on the driver. Rows are built by ``facts`` (plain Python); this module creates the table
+from its declaration (``schemas.FACTS``), appends rows in one commit, and answers every question
+the project asks of it: the sink's last micro-batch row, the targets an app_id wrote to, a
+bootstrap's snapshot LSN, and the ``mssql-cdc status`` summaries. ``txnAppId`` values come from
+``app_ids``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from mssql_cdc.sink.app_ids import BOOTSTRAP_VERSION, events_app_id
+from mssql_cdc.sink.facts import bootstrap_row, snapshot_open_row, utc_now
+from mssql_cdc.sink.schemas import FACTS
+from mssql_cdc.sink.tables import TableRef, ensure_table, same_table, table_ref
+
+if TYPE_CHECKING:
+    from pyspark.sql import Row, SparkSession
+
+__all__ = [
+    "LastBatch",
+    "append_facts",
+    "bootstrap_lsn",
+    "ensure_facts_table",
+    "last_batch",
+    "recent_events",
+    "recorded_targets",
+    "stream_summaries",
+    "write_bootstrap",
+    "write_snapshot_open",
+]
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+def ensure_facts_table(
+    spark: SparkSession, facts: TableRef, *, seen: set[TableRef] | None = None
+) -> None:
+    """Creates the facts table, with its comments, unless it exists."""
+    ensure_table(spark, facts, FACTS, seen=seen)
+
+
+def append_facts(
+    spark: SparkSession,
+    facts: TableRef,
+    rows: Sequence[tuple[Any, ...]],
+    txn: tuple[str, int] | None,
+    metadata: str | None = None,
+    *,
+    seen: set[TableRef] | None = None,
+) -> None:
+    """Appends ``rows`` (in facts column order) in one commit, creating the table first.
+
+    Args:
+        txn: ``(txnAppId, txnVersion)``: Delta skips the commit when the version is not above
+            the one recorded for the app id; ``None``: an append without one.
+        metadata: the commit's ``userMetadata`` (only with ``txn``).
+        seen: see ``tables.ensure_table``.
+    """
+    ensure_facts_table(spark, facts, seen=seen)
+    df = spark.createDataFrame(list(rows), FACTS.ddl)
+    if txn is None:
+        facts.append_untracked(df)
+        return
+    facts.append(df, txn[0], txn[1], metadata or "", merge_schema=False)
+
+
+def write_snapshot_open(
+    spark: SparkSession,
+    facts: TableRef,
+    *,
+    app_id: str,
+    snapshot_lsn: str,
+    commit_ts: datetime | None,
+    target: TableRef,
+) -> None:
+    """Appends a bootstrap's ``snapshot_open`` row (no idempotency key: each run that reads
+    writes one)."""
+    row = snapshot_open_row(
+        app_id=app_id,
+        snapshot_lsn=snapshot_lsn,
+        commit_ts=commit_ts,
+        target=target.text,
+        written_at=utc_now(),
+    )
+    append_facts(spark, facts, [row], None)
+
+
+def write_bootstrap(
+    spark: SparkSession,
+    facts: TableRef,
+    *,
+    app_id: str,
+    target: TableRef,
+    lsn: str,
+    commit_ts: datetime | None,
+    rows: int,
+    started_at: datetime | None,
+    duration_ms: int | None,
+) -> None:
+    """Appends the ``bootstrap`` row once per app_id (``txnAppId`` ``<app_id>#events``,
+    ``txnVersion`` 0)."""
+    row = bootstrap_row(
+        app_id=app_id,
+        snapshot_lsn=lsn,
+        commit_ts=commit_ts,
+        rows=rows,
+        started_at=started_at,
+        duration_ms=duration_ms,
+        target=target.text,
+        written_at=utc_now(),
+    )
+    meta = json.dumps({"app_id": app_id, "event": "bootstrap", "snapshot_lsn": lsn})
+    append_facts(spark, facts, [row], (events_app_id(app_id), BOOTSTRAP_VERSION), meta)
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LastBatch:
+    """The newest micro-batch row of an app_id: what the sink's rewind check compares."""
+
+    batch_id: int
+    max_lsn: str | None
+    end_lsn: str | None
+    rows: int | None
+
+
+def last_batch(spark: SparkSession, facts: TableRef, app_id: str) -> LastBatch | None:
+    """The newest micro-batch row (``event`` NULL, ``batch_id`` set) of ``app_id``; ``None``
+    when there is none. The table must exist."""
+    from pyspark.sql import functions as sf
+
+    row = (
+        facts.read(spark)
+        .where((sf.col("app_id") == app_id) & sf.col("event").isNull())
+        .where(sf.col("batch_id").isNotNull())
+        .orderBy(sf.col("batch_id").desc())
+        .select("batch_id", "max_lsn", "end_lsn", "rows")
+        .first()
+    )
+    if row is None:
+        return None
+    return LastBatch(
+        batch_id=int(row["batch_id"]),
+        max_lsn=row["max_lsn"],
+        end_lsn=row["end_lsn"],
+        rows=None if row["rows"] is None else int(row["rows"]),
+    )
+
+
+def recorded_targets(spark: SparkSession, facts: TableRef, app_id: str) -> list[str]:
+    """The targets the facts table records for ``app_id`` (as they were written), if any."""
+    if not facts.exists(spark):
+        return []
+    from pyspark.sql import functions as sf
+
+    rows = (
+        facts.read(spark)
+        .where((sf.col("app_id") == app_id) & sf.col("target").isNotNull())
+        .select("target")
+        .distinct()
+        .collect()
+    )
+    return sorted(str(r["target"]) for r in rows)
+
+
+def bootstrap_lsn(
+    spark: SparkSession, facts: TableRef | None, app_id: str, target: TableRef
+) -> str | None:
+    """The LSN of this app_id's newest ``bootstrap`` row written for ``target`` (in any
+    spelling); ``None`` without one or without a facts table."""
+    from pyspark.sql import functions as sf
+
+    if facts is None or not facts.exists(spark):
+        return None
+    rows = (
+        facts.read(spark)
+        .where((sf.col("app_id") == app_id) & (sf.col("event") == "bootstrap"))
+        .groupBy("target")
+        .agg(sf.max("max_lsn").alias("lsn"))
+        .collect()
+    )
+    found = [
+        r["lsn"]
+        for r in rows
+        if r["lsn"] is not None
+        and r["target"] is not None
+        and same_table(spark, table_ref(r["target"], "target"), target)
+    ]
+    return max(found) if found else None
+
+
+def stream_summaries(spark: SparkSession, facts_table: str) -> list[Row]:
+    """Per ``app_id`` (ordered), over the micro-batch rows (``event IS NULL``): ``n`` rows,
+    ``rows`` summed, and ``last``, the newest row's ``batch_id``, ``rows``, ``written_at``,
+    ``target`` and lag and headroom columns.
+
+    Raises:
+        ValueError: ``facts_table`` is empty or not a Delta table.
+    """
+    from pyspark.sql import functions as sf
+
+    ref = table_ref(facts_table, "facts")
+    if not ref.exists(spark):
+        raise ValueError(f"facts table {facts_table!r} does not exist")
+    batches = ref.read(spark).where(sf.col("event").isNull())
+    newest = sf.max_by(
+        sf.struct(
+            "batch_id",
+            "rows",
+            "written_at",
+            "target",
+            "ingestion_lag_seconds",
+            "capture_lag_seconds",
+            "retention_headroom_hours",
+        ),
+        "batch_id",
+    )
+    return list(
+        batches.groupBy("app_id")
+        .agg(sf.count(sf.lit(1)).alias("n"), sf.sum("rows").alias("rows"), newest.alias("last"))
+        .orderBy("app_id")
+        .collect()
+    )
+
+
+def recent_events(spark: SparkSession, facts_table: str, limit: int) -> list[dict[str, Any]]:
+    """The newest ``limit`` event rows (``event IS NOT NULL``), newest first: ``written_at``,
+    ``app_id``, ``event``, ``rows``, ``max_lsn``, ``detail``."""
+    from pyspark.sql import functions as sf
+
+    rows = (
+        table_ref(facts_table, "facts")
+        .read(spark)
+        .where(sf.col("event").isNotNull())
+        .orderBy(sf.col("written_at").desc())
+        .select("written_at", "app_id", "event", "rows", "max_lsn", "detail")
+        .limit(limit)
+        .collect()
+    )
+    return [r.asDict() for r in rows]
