@@ -11,8 +11,8 @@ Usage: ``python _crash_job.py JOB.json`` where the JSON holds ``options``, ``bro
 * ``facts``: the facts commit landed; the sink has not returned;
 * ``commit``: the sink returned; Spark has not written the batch's commit log entry.
 
-The hooks wrap the sink from the outside (the library has no crash hooks): the sink function
-``to_delta`` builds, the sink's ``count_batch`` and ``TableRef.append``.
+The hooks wrap the sink from the outside (the library has no crash hooks): the call of the
+``DeltaSink`` that ``to_delta`` builds, the sink's ``count_batch`` and ``TableRef.append``.
 """
 
 from __future__ import annotations
@@ -34,25 +34,20 @@ def main(job_file: str) -> int:
             sys.stdout.flush()
             os.killpg(os.getpgrp(), signal.SIGKILL)
 
-    import mssql_cdc.pipeline.cdc_stream as pipeline_stream
     import mssql_cdc.sink.delta as sink_delta
+    from mssql_cdc.sink.delta import DeltaSink
     from mssql_cdc.sink.tables import TableRef
 
-    real_sink, real_count, real_append = (
-        pipeline_stream.delta_sink,
+    real_call, real_count, real_append = (
+        DeltaSink.__call__,
         sink_delta.count_batch,
         TableRef.append,
     )
 
-    def delta_sink(*args, **kwargs):
-        sink = real_sink(*args, **kwargs)
-
-        def run(df, batch_id):
-            current["batch"] = int(batch_id)
-            sink(df, batch_id)
-            crash("commit")
-
-        return run
+    def call(self, df, batch_id):
+        current["batch"] = int(batch_id)
+        real_call(self, df, batch_id)
+        crash("commit")
 
     def count_batch(df):
         counts = real_count(df)
@@ -66,7 +61,7 @@ def main(job_file: str) -> int:
         elif app_id == job["app_id"] + "#facts":
             crash("facts")
 
-    pipeline_stream.delta_sink = delta_sink
+    DeltaSink.__call__ = call
     sink_delta.count_batch = count_batch
     TableRef.append = append
 
