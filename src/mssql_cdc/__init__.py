@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         is_schema_changed,
     )
     from mssql_cdc.options import SourceOptions
-    from mssql_cdc.pipeline import CdcStream, stream
+    from mssql_cdc.pipeline import CdcStream, await_all, start_many, stop_all, stream
     from mssql_cdc.source.registration import register
 
     __version__: str
@@ -36,15 +36,19 @@ __all__ = [
     "SchemaChangedError",
     "SourceOptions",
     "__version__",
+    "await_all",
     "is_data_loss",
     "is_schema_changed",
     "register",
+    "start_many",
+    "stop_all",
     "stream",
 ]
 
 #: where each public name lives
 _HOMES = {
     "CdcStream": "mssql_cdc.pipeline",
+    "await_all": "mssql_cdc.pipeline",
     "DataLossError": "mssql_cdc.errors",
     "Lsn": "mssql_cdc._native",
     "MssqlCdcError": "mssql_cdc.errors",
@@ -53,6 +57,8 @@ _HOMES = {
     "is_data_loss": "mssql_cdc.errors",
     "is_schema_changed": "mssql_cdc.errors",
     "register": "mssql_cdc.source.registration",
+    "start_many": "mssql_cdc.pipeline",
+    "stop_all": "mssql_cdc.pipeline",
     "stream": "mssql_cdc.pipeline",
 }
 

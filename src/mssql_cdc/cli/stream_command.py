@@ -15,10 +15,14 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from mssql_cdc.connection_string import has_password
 from mssql_cdc.pipeline.arguments import check_trigger
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
 
 __all__ = ["add_arguments", "options_from", "parse_trigger", "run_stream"]
 
@@ -47,10 +51,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "prompted for on a terminal when unset",
     )
     parser.add_argument("--encrypt", default="yes", help="Encrypt= of the connection (yes/no)")
-    parser.add_argument("--capture-instance", required=True, help="the capture instance")
-    parser.add_argument("--target", required=True, help="bronze Delta table (name or path)")
-    parser.add_argument("--app-id", required=True, help="the sink's id, stable per checkpoint")
-    parser.add_argument("--checkpoint", required=True, help="Spark checkpoint location")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--capture-instance",
+        action="append",
+        metavar="NAME",
+        help="a capture instance (repeatable: one stream each; then --target, --app-id and "
+        "--checkpoint must contain {ci})",
+    )
+    which.add_argument(
+        "--schema",
+        metavar="SCHEMA",
+        help="stream every CDC-enabled table of this source schema (the newest capture "
+        "instance of each; --target, --app-id and --checkpoint must contain {ci})",
+    )
+    parser.add_argument(
+        "--target", required=True, help="bronze Delta table (name or path; {ci}: the instance)"
+    )
+    parser.add_argument(
+        "--app-id", required=True, help="the sink's id, stable per checkpoint ({ci}: the instance)"
+    )
+    parser.add_argument(
+        "--checkpoint", required=True, help="Spark checkpoint location ({ci}: the instance)"
+    )
     parser.add_argument("--facts-table", help="facts table (name or path)")
     parser.add_argument(
         "--trigger",
@@ -141,7 +164,10 @@ def options_from(
         connection = f"Server=tcp:{args.server};Encrypt={args.encrypt}"
         if args.database:
             connection += f";Database={args.database}"
-    options = {"connectionString": connection, "captureInstance": args.capture_instance}
+    options = {"connectionString": connection}
+    instances = args.capture_instance or []
+    if len(instances) == 1:
+        options["captureInstance"] = instances[0]
     if args.user:
         options["user"] = args.user
     extra: dict[str, str] = {}
@@ -165,13 +191,44 @@ def options_from(
 
 
 def run_stream(args: argparse.Namespace, out: TextIO) -> int:
-    """Runs the job; returns the exit code (0 when the query ended without an error)."""
-    from mssql_cdc import stream
+    """Runs the job; returns the exit code (0 when every query ended without an error)."""
     from mssql_cdc.spark import get_spark
 
     options = options_from(args, os.environ)
     trigger = parse_trigger(args.trigger)
+    several = args.schema is not None or len(args.capture_instance) > 1
+    if several and args.query_name:
+        raise ValueError(
+            "--query-name names one query: with several capture instances each query is named "
+            "after its app id (give --app-id a {ci})"
+        )
     spark = get_spark("mssql-cdc-stream")
+    if not several:
+        return _run_one(spark, args, options, trigger, out)
+    return _run_many(spark, args, options, trigger, out)
+
+
+def _schema_instances(options: Mapping[str, str], schema: str) -> list[str]:
+    from mssql_cdc.source import schema_capture_instances
+
+    found = schema_capture_instances(options, schema)
+    if not found:
+        raise ValueError(
+            f"--schema {schema!r}: no table of that schema has a capture instance this login "
+            "can read (is CDC enabled on its tables? run sys.sp_cdc_help_change_data_capture)"
+        )
+    return found
+
+
+def _run_one(
+    spark: SparkSession,
+    args: argparse.Namespace,
+    options: dict[str, str],
+    trigger: dict[str, object],
+    out: TextIO,
+) -> int:
+    from mssql_cdc import stream
+
     query = stream(spark, options).to_delta(
         args.target,
         app_id=args.app_id,
@@ -181,18 +238,68 @@ def run_stream(args: argparse.Namespace, out: TextIO) -> int:
         query_name=args.query_name,
         bootstrap=args.bootstrap,
     )
-    print(f"{query.name}: streaming {args.capture_instance} into {args.target}", file=out)
+    ci = args.capture_instance[0]
+    print(f"{query.name}: streaming {ci} into {args.target}", file=out)
     try:
         query.awaitTermination()
     except KeyboardInterrupt:
         print(f"{query.name}: stopping", file=out)
         query.stop()
     except Exception as exc:  # the query's failure, raised again by Spark on this thread
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"{query.name}: the query failed: {first}", file=sys.stderr)
+        print(f"{query.name}: the query failed: {_first_line(exc)}", file=sys.stderr)
         return 1
+    print(f"{query.name}: {_summary(query)}", file=out)
+    return 0
+
+
+def _run_many(
+    spark: SparkSession,
+    args: argparse.Namespace,
+    options: dict[str, str],
+    trigger: dict[str, object],
+    out: TextIO,
+) -> int:
+    from mssql_cdc import await_all, start_many, stop_all
+
+    if args.schema is None:
+        instances = list(args.capture_instance)
+    else:
+        instances = _schema_instances(options, args.schema)
+
+    queries = start_many(
+        spark,
+        options,
+        instances,
+        target=args.target,
+        app_id=args.app_id,
+        checkpoint=args.checkpoint,
+        facts_table=args.facts_table,
+        trigger=trigger,
+        bootstrap=args.bootstrap,
+    )
+    for ci, query in queries.items():
+        print(f"{query.name}: streaming {ci}", file=out)
+    try:
+        failures = await_all(queries)
+    except KeyboardInterrupt:
+        print(f"stopping {len(queries)} queries", file=out)
+        stop_all(queries)
+        failures = await_all(queries, timeout=0)
+    for ci, query in queries.items():
+        if ci in failures:
+            print(f"{query.name}: the query failed: {_first_line(failures[ci])}", file=sys.stderr)
+        else:
+            print(f"{query.name}: {_summary(query)}", file=out)
+    return 1 if failures else 0
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _summary(query: StreamingQuery) -> str:
     progress = query.recentProgress
     rows = sum(int(p["numInputRows"]) for p in progress)
     batches = len({p["batchId"] for p in progress})
-    print(f"{query.name}: {rows:,} change rows in {batches} micro-batches", file=out)
-    return 0
+    return f"{rows:,} change rows in {batches} micro-batches"

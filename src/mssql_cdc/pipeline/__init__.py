@@ -6,5 +6,6 @@ Importing it does not import PySpark (ADR 0004); Spark is used when ``to_delta``
 from __future__ import annotations
 
 from mssql_cdc.pipeline.cdc_stream import CdcStream, stream
+from mssql_cdc.pipeline.fanout import await_all, start_many, stop_all
 
-__all__ = ["CdcStream", "stream"]
+__all__ = ["CdcStream", "await_all", "start_many", "stop_all", "stream"]

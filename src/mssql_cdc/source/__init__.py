@@ -1,6 +1,7 @@
 """The Spark data sources ``mssql_cdc`` and ``mssql_cdc_snapshot`` (docs/data-sources.md,
 docs/reference/bronze-schema.md), and the surface the pipeline uses: :func:`register` and a
-bootstrap's :func:`snapshot_position`. ``mssql_cdc.pipeline`` imports the source only from here.
+bootstrap's :func:`snapshot_position`, and the capture instances of a
+schema (:func:`schema_capture_instances`). ``mssql_cdc.pipeline`` imports the source only from here.
 
 Importing this package does not import PySpark; :mod:`mssql_cdc.source.datasource` does.
 """
@@ -8,7 +9,14 @@ Importing this package does not import PySpark; :mod:`mssql_cdc.source.datasourc
 from __future__ import annotations
 
 from mssql_cdc.options import SourceOptions
+from mssql_cdc.source.catalog import schema_capture_instances
 from mssql_cdc.source.positions import SnapshotPosition, snapshot_position
 from mssql_cdc.source.registration import register
 
-__all__ = ["SnapshotPosition", "SourceOptions", "register", "snapshot_position"]
+__all__ = [
+    "SnapshotPosition",
+    "SourceOptions",
+    "register",
+    "schema_capture_instances",
+    "snapshot_position",
+]

@@ -8,10 +8,13 @@ position, and when each batch is planned (the instances may change while a query
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from mssql_cdc.options import parse_options
 from mssql_cdc.source.client import CaptureInstance, CdcClient, permission_error
 from mssql_cdc.source.schema import Column, declared_columns, output_columns, union_columns
 
-__all__ = ["find_instance", "infer_schema"]
+__all__ = ["find_instance", "infer_schema", "schema_capture_instances"]
 
 
 def find_instance(client: CdcClient) -> tuple[CaptureInstance, list[CaptureInstance]]:
@@ -75,3 +78,26 @@ def infer_schema(client: CdcClient) -> list[Column]:
             ]
         )
     return output_columns(captured, include_command_id=options.include_command_id)
+
+
+def schema_capture_instances(options: Mapping[str, str], schema: str) -> list[str]:
+    """The newest capture instance (greatest ``start_lsn``) of each CDC-enabled table of source
+    schema ``schema`` that the login can read, by table name. ``schema`` matches ignoring case.
+
+    ``options`` are the data source options without ``captureInstance`` (one is ignored).
+    Runs on the driver: one connection, one ``sys.sp_cdc_help_change_data_capture``.
+
+    Raises:
+        ValueError: a bad option. SqlServerError, OSError: from connecting.
+    """
+    kept = {k: v for k, v in options.items() if k.lower() != "captureinstance"}
+    client = CdcClient(parse_options({**kept, "captureInstance": "-"}))
+    try:
+        instances = client.capture_instances()  # oldest first: the newest wins below
+    finally:
+        client.close()
+    newest: dict[str, CaptureInstance] = {}
+    for instance in instances:
+        if instance.source_schema.lower() == schema.lower():
+            newest[instance.source_table] = instance
+    return [newest[table].name for table in sorted(newest)]
