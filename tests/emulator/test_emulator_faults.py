@@ -149,3 +149,15 @@ def test_inject_fault_dispatches_by_name(emulator):
     with pytest.raises(ValueError, match="unknown fault"):
         emulator.inject_fault("meteor")
     emulator.server.faults.clear()
+
+
+def test_request_count_counts_each_batch_and_rpc_once(emulator):
+    conn = connect(emulator)
+    cur = conn.cursor()
+    before = emulator.request_count
+    run(cur, "SELECT 1")
+    run(cur, "SELECT 2; SELECT 3")  # one batch
+    cur.execute("SELECT %s", (4,))  # a parameterised query: one RPC
+    cur.fetchall()
+    assert emulator.request_count - before == 3
+    conn.close()

@@ -255,6 +255,12 @@ class Emulator:
     def scan_count(self) -> int:
         return self.db.capture_job.scan_count
 
+    @property
+    def request_count(self) -> int:
+        """SQL batches and RPC requests the server has answered since it started (every
+        connection; an RPC packet counts once however many calls it holds)."""
+        return self.server.request_count
+
     def inject_fault(self, kind: str, **options: object) -> Fault | None:
         """Arm a fault by name: ``drop_connection`` (``at=...``), ``deadlock_victim``,
         ``refuse_logins`` (``seconds=``), ``delay_responses`` (``seconds=``),

@@ -41,6 +41,8 @@ class EmulatorServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.refuse_logins_until = 0.0
         self.response_delay = 0.0
+        #: SQL batches and RPC requests served since the start (for idle-cost measurements)
+        self.request_count = 0
         #: Entra ID access tokens the server accepts (FEDAUTH), mapped to the login they stand for
         self.access_tokens: dict[str, str] = {}
         #: the next login is sent a routing ENVCHANGE to this (host, port), once

@@ -288,6 +288,8 @@ class Session:
             if msg.type != PacketType.ATTENTION:  # an Attention is not a request
                 eligible = self.server.faults.armed_for("between_requests", self.spid)
             await self.server.before_response()
+            if msg.type in (PacketType.SQL_BATCH, PacketType.RPC):
+                self.server.request_count += 1
             if msg.type == PacketType.SQL_BATCH:
                 text = parse_batch(msg.payload)
                 outcome = await asyncio.to_thread(executor.run_batch, text)
