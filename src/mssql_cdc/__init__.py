@@ -24,18 +24,22 @@ if TYPE_CHECKING:
     )
     from mssql_cdc.options import SourceOptions
     from mssql_cdc.pipeline import CdcStream, stream
+    from mssql_cdc.source.preflight import CheckItem, CheckReport, check
     from mssql_cdc.source.registration import register
 
     __version__: str
 
 __all__ = [
     "CdcStream",
+    "CheckItem",
+    "CheckReport",
     "DataLossError",
     "Lsn",
     "MssqlCdcError",
     "SchemaChangedError",
     "SourceOptions",
     "__version__",
+    "check",
     "is_data_loss",
     "is_schema_changed",
     "register",
@@ -45,6 +49,9 @@ __all__ = [
 #: where each public name lives
 _HOMES = {
     "CdcStream": "mssql_cdc.pipeline",
+    "CheckItem": "mssql_cdc.source.preflight",
+    "CheckReport": "mssql_cdc.source.preflight",
+    "check": "mssql_cdc.source.preflight",
     "DataLossError": "mssql_cdc.errors",
     "Lsn": "mssql_cdc._native",
     "MssqlCdcError": "mssql_cdc.errors",

@@ -1,4 +1,5 @@
-"""The ``mssql-cdc`` command: ``demo``, ``stream`` and ``status`` (docs/streaming.md).
+"""The ``mssql-cdc`` command: ``demo``, ``stream``, ``check`` and ``status`` (docs/streaming.md,
+docs/permissions.md, docs/monitoring.md).
 
 ``main(argv)`` parses the arguments and runs one subcommand; errors a user can fix (bad
 arguments, missing tables, SQL Server refusing the login) are one line on stderr and exit
@@ -14,6 +15,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from mssql_cdc.cli import check as check_command
 from mssql_cdc.cli import stream_command
 from mssql_cdc.errors import MssqlCdcError, find_error, find_error_in_text
 
@@ -45,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     stream = commands.add_parser("stream", help="stream one capture instance into Delta")
     stream_command.add_arguments(stream)
+
+    check = commands.add_parser(
+        "check", help="pre-flight: can these options stream these capture instances?"
+    )
+    check_command.add_arguments(check)
 
     status = commands.add_parser("status", help="what a facts table says about each stream")
     status.add_argument("--facts", required=True, help="facts table (name or path)")
@@ -83,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo(args)
         if args.command == "stream":
             return stream_command.run_stream(args, sys.stdout)
+        if args.command == "check":
+            return check_command.run_check(args, sys.stdout)
         return _status(args)
     except (ValueError, TypeError, PermissionError, FileNotFoundError, MssqlCdcError) as exc:
         print(f"mssql-cdc {args.command}: {exc}", file=sys.stderr)

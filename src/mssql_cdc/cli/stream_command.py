@@ -20,7 +20,13 @@ from typing import TextIO
 from mssql_cdc.connection_string import has_password
 from mssql_cdc.pipeline.arguments import check_trigger
 
-__all__ = ["add_arguments", "options_from", "parse_trigger", "run_stream"]
+__all__ = [
+    "add_arguments",
+    "add_connection_arguments",
+    "options_from",
+    "parse_trigger",
+    "run_stream",
+]
 
 log = logging.getLogger("mssql_cdc.cli")
 
@@ -31,6 +37,26 @@ _SECRET_OPTIONS = frozenset({"password", "pwd", "accesstoken"})
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``stream`` subcommand's arguments."""
+    add_connection_arguments(parser)
+    parser.add_argument("--capture-instance", required=True, help="the capture instance")
+    parser.add_argument("--target", required=True, help="bronze Delta table (name or path)")
+    parser.add_argument("--app-id", required=True, help="the sink's id, stable per checkpoint")
+    parser.add_argument("--checkpoint", required=True, help="Spark checkpoint location")
+    parser.add_argument("--facts-table", help="facts table (name or path)")
+    parser.add_argument(
+        "--trigger",
+        default="availableNow",
+        help="availableNow (default; the only trigger Databricks serverless compute runs), "
+        "once, or processingTime=INTERVAL with an interval Spark reads (processingTime=1 minute)",
+    )
+    parser.add_argument("--bootstrap", action="store_true", help="load the table's rows first")
+    parser.add_argument("--query-name", help="query name (default: the app id)")
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where and how to connect, shared by ``stream`` and ``check``: the server or connection
+    string, database, user, the password's environment variable, ``--encrypt`` and
+    ``--option``."""
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--server", help="HOST or HOST,PORT of SQL Server")
     where.add_argument(
@@ -47,19 +73,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "prompted for on a terminal when unset",
     )
     parser.add_argument("--encrypt", default="yes", help="Encrypt= of the connection (yes/no)")
-    parser.add_argument("--capture-instance", required=True, help="the capture instance")
-    parser.add_argument("--target", required=True, help="bronze Delta table (name or path)")
-    parser.add_argument("--app-id", required=True, help="the sink's id, stable per checkpoint")
-    parser.add_argument("--checkpoint", required=True, help="Spark checkpoint location")
-    parser.add_argument("--facts-table", help="facts table (name or path)")
-    parser.add_argument(
-        "--trigger",
-        default="availableNow",
-        help="availableNow (default; the only trigger Databricks serverless compute runs), "
-        "once, or processingTime=INTERVAL with an interval Spark reads (processingTime=1 minute)",
-    )
-    parser.add_argument("--bootstrap", action="store_true", help="load the table's rows first")
-    parser.add_argument("--query-name", help="query name (default: the app id)")
     parser.add_argument(
         "--option",
         action="append",
