@@ -109,16 +109,9 @@ def _progress(queries: dict[str, StreamingQuery], baseline: dict[str, int]) -> s
     return " | ".join(parts)
 
 
-def _warm_up(queries: dict[str, StreamingQuery], out: TextIO) -> dict[str, int]:
+def _warm_up(queries: dict[str, StreamingQuery], out: TextIO, started: float) -> dict[str, int]:
     """Waits until every stream has caught up once (its first micro-batches ran); returns the
     batch id each will write next."""
-    print(
-        "waiting for each stream's first micro-batch (local Spark starts its Python workers; "
-        "tens of seconds on a small machine)",
-        file=out,
-        flush=True,
-    )
-    started = time.monotonic()
     for query in queries.values():
         query.processAllAvailable()
     print(f"streams ready after {time.monotonic() - started:.0f} s", file=out, flush=True)
@@ -218,9 +211,16 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
         spark = get_spark("mssql-cdc-demo", config={"spark.ui.enabled": "false"})
         if owns_spark:
             spark.sparkContext.setLogLevel("ERROR")
+        print(
+            "starting the streams and waiting for each one's first micro-batch (local Spark "
+            "starts its Python workers: tens of seconds on a small machine)",
+            file=out,
+            flush=True,
+        )
+        started = time.monotonic()
         queries = _start_streams(spark, emu, config)
         try:
-            baseline = _warm_up(queries, out)
+            baseline = _warm_up(queries, out, started)
             print(
                 f"streaming {len(queries)} tables; workload for {config.seconds:g} s at "
                 f"{config.rate:g} transactions/s (rows: changes landed in bronze so far)",
