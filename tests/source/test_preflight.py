@@ -230,6 +230,13 @@ def test_tls_required_but_the_server_offers_none(emulator):
     assert "offers no TLS" in failure.fix
     assert "Encrypt=no" in failure.fix
     assert check(options(emulator, encrypt="no"), [CI]).ok
+    emulator.set_tls_available(True)
+    encrypted = check(options(emulator, encrypt="yes"), [CI])
+    assert encrypted.ok
+    assert encrypted.item("tls").detail == (
+        "Encrypt=yes: the session is encrypted; TrustServerCertificate=yes, so the server's "
+        "certificate was not verified"
+    )
 
 
 def test_server_not_reachable():

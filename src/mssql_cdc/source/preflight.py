@@ -214,7 +214,9 @@ def check(
 
 
 def _where(connection_string: str) -> tuple[str, str | None, str]:
-    server, database, encrypt = "", None, "yes"
+    """The server, the database and how TLS is asked for (``Encrypt=``, and ``+trust`` when
+    ``TrustServerCertificate=yes``)."""
+    server, database, encrypt, trust = "", None, "yes", False
     for a in attributes(connection_string):
         key = a.key.lower()
         if key in ("server", "address", "addr", "data source"):
@@ -223,16 +225,24 @@ def _where(connection_string: str) -> tuple[str, str | None, str]:
             database = a.value
         elif key == "encrypt":
             encrypt = a.value.strip().lower()
-    return server, database, encrypt
+        elif key == "trustservercertificate":
+            trust = a.value.strip().lower() in ("yes", "true")
+    return server, database, encrypt + ("+trust" if trust else "")
 
 
 def _tls_detail(encrypt: str) -> str:
-    if encrypt in ("no", "optional", "false"):
+    mode, _, trust = encrypt.partition("+")
+    if mode in ("no", "optional", "false"):
         return (
-            f"Encrypt={encrypt}: only the login packet is encrypted (set Encrypt=yes to encrypt "
+            f"Encrypt={mode}: only the login packet is encrypted (set Encrypt=yes to encrypt "
             "the session)"
         )
-    return f"Encrypt={encrypt}: the session is encrypted and the certificate was accepted"
+    if trust:
+        return (
+            f"Encrypt={mode}: the session is encrypted; TrustServerCertificate=yes, so the "
+            "server's certificate was not verified"
+        )
+    return f"Encrypt={mode}: the session is encrypted and the server's certificate verified"
 
 
 def _connect(
@@ -255,7 +265,7 @@ def _connect(
                 "HostNameInCertificate to the name it carries, or (a server you trust only) "
                 "TrustServerCertificate=yes"
             )
-        out.add("tls", "fail", f"Encrypt={encrypt}: {exc}", fix)
+        out.add("tls", "fail", f"Encrypt={encrypt.partition('+')[0]}: {exc}", fix)
         out.skip(["login", *later], "no connection")
         return False
     except LoginError as exc:
@@ -282,7 +292,7 @@ def _connect(
             out.add(
                 "tls",
                 "fail",
-                f"Encrypt={encrypt}: {exc}",
+                f"Encrypt={encrypt.partition('+')[0]}: {exc}",
                 "The server offers no TLS: give SQL Server a certificate (SQL Server "
                 "Configuration Manager, Protocols, Certificate) or, on a network you trust, "
                 "connect with Encrypt=no",
