@@ -70,14 +70,16 @@ def _enable_cdc(emu: Emulator, tables: Sequence[str]) -> None:
 
 
 def _start_streams(
-    spark: SparkSession, emu: Emulator, config: DemoConfig
-) -> dict[str, StreamingQuery]:
+    spark: SparkSession, emu: Emulator, config: DemoConfig, queries: dict[str, StreamingQuery]
+) -> None:
+    """Starts one stream per table into ``queries``, each after the one before ran its first
+    micro-batch: starting them all at once makes each start its Python workers at the same
+    time, which on a small, busy machine can pass Spark's wait for a worker to connect back."""
     from mssql_cdc import stream
     from mssql_cdc.sink import ensure_facts_table, table_ref
 
     facts = str(config.workdir / "facts")
     ensure_facts_table(spark, table_ref(facts, "facts_table"))  # one creator, not three
-    queries = {}
     for table in config.tables:
         ci = _instance(table)
         options = {
@@ -94,7 +96,7 @@ def _start_streams(
             facts_table=facts,
             trigger={"processingTime": f"{config.trigger_seconds} seconds"},
         )
-    return queries
+        queries[table].processAllAvailable()
 
 
 def _progress(queries: dict[str, StreamingQuery], baseline: dict[str, int]) -> str:
@@ -218,8 +220,9 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
             flush=True,
         )
         started = time.monotonic()
-        queries = _start_streams(spark, emu, config)
+        queries: dict[str, StreamingQuery] = {}
         try:
+            _start_streams(spark, emu, config, queries)
             baseline = _warm_up(queries, out, started)
             print(
                 f"streaming {len(queries)} tables; workload for {config.seconds:g} s at "
