@@ -24,12 +24,15 @@ if TYPE_CHECKING:
     )
     from mssql_cdc.options import SourceOptions
     from mssql_cdc.pipeline import CdcStream, await_all, start_many, stop_all, stream
+    from mssql_cdc.source.preflight import CheckItem, CheckReport, check
     from mssql_cdc.source.registration import register
 
     __version__: str
 
 __all__ = [
     "CdcStream",
+    "CheckItem",
+    "CheckReport",
     "DataLossError",
     "Lsn",
     "MssqlCdcError",
@@ -37,6 +40,7 @@ __all__ = [
     "SourceOptions",
     "__version__",
     "await_all",
+    "check",
     "is_data_loss",
     "is_schema_changed",
     "register",
@@ -49,6 +53,9 @@ __all__ = [
 _HOMES = {
     "CdcStream": "mssql_cdc.pipeline",
     "await_all": "mssql_cdc.pipeline",
+    "CheckItem": "mssql_cdc.source.preflight",
+    "CheckReport": "mssql_cdc.source.preflight",
+    "check": "mssql_cdc.source.preflight",
     "DataLossError": "mssql_cdc.errors",
     "Lsn": "mssql_cdc._native",
     "MssqlCdcError": "mssql_cdc.errors",

@@ -10,12 +10,15 @@ from mssql_cdc import _native, errors
 
 PUBLIC = {
     "CdcStream",
+    "CheckItem",
+    "CheckReport",
     "DataLossError",
     "Lsn",
     "MssqlCdcError",
     "SchemaChangedError",
     "SourceOptions",
     "__version__",
+    "check",
     "is_data_loss",
     "is_schema_changed",
     "register",

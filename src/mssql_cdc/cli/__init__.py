@@ -1,4 +1,5 @@
-"""The ``mssql-cdc`` command: ``demo``, ``stream`` and ``status`` (docs/streaming.md).
+"""The ``mssql-cdc`` command: ``demo``, ``stream``, ``check`` and ``status`` (docs/streaming.md,
+docs/permissions.md, docs/monitoring.md).
 
 ``main(argv)`` parses the arguments and runs one subcommand; errors a user can fix (bad
 arguments, missing tables, SQL Server refusing the login) are one line on stderr and exit
@@ -13,8 +14,11 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from mssql_cdc.cli import check as check_command
 from mssql_cdc.cli import stream_command
+from mssql_cdc.cli.status import BREACH_EXIT
 from mssql_cdc.errors import MssqlCdcError, find_error, find_error_in_text
 
 __all__ = ["build_parser", "main"]
@@ -46,20 +50,93 @@ def build_parser() -> argparse.ArgumentParser:
     stream = commands.add_parser("stream", help="stream one capture instance into Delta")
     stream_command.add_arguments(stream)
 
+    check = commands.add_parser(
+        "check", help="pre-flight: can these options stream these capture instances?"
+    )
+    check_command.add_arguments(check)
+
     status = commands.add_parser("status", help="what a facts table says about each stream")
     status.add_argument("--facts", required=True, help="facts table (name or path)")
     status.add_argument("--events", type=int, default=10, help="recent events to show (10)")
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
+    status.add_argument(
+        "--watch", action="store_true", help="a live view that refreshes (needs rich)"
+    )
+    status.add_argument(
+        "--interval", type=float, default=10.0, help="seconds between refreshes of --watch (10)"
+    )
+    status.add_argument(
+        "--retention-hours",
+        type=float,
+        help="the cleanup job's retention period, hours (mssql-cdc check prints it): the "
+        "headroom becomes the hours left before unread changes are deleted",
+    )
+    alerts = status.add_argument_group(
+        "thresholds", f"a breach sets the exit code to {BREACH_EXIT} (docs/monitoring.md)"
+    )
+    alerts.add_argument(
+        "--max-lag-minutes", type=float, help="newest row's ingestion lag above this"
+    )
+    alerts.add_argument("--min-headroom-hours", type=float, help="retention headroom below this")
+    alerts.add_argument(
+        "--max-batch-age-minutes",
+        type=float,
+        help="newest micro-batch row older than this (a stream that stopped)",
+    )
     return parser
 
 
 def _status(args: argparse.Namespace) -> int:
-    from mssql_cdc.cli.status import read_status, recent_events, status_text
+    import json
+
+    from mssql_cdc.cli.status import (
+        Thresholds,
+        read_status,
+        recent_events,
+        status_json,
+        status_text,
+    )
     from mssql_cdc.spark import get_spark
 
+    for flag in ("interval", "retention_hours"):
+        value = getattr(args, flag)
+        if value is not None and value <= 0:
+            raise ValueError(f"--{flag.replace('_', '-')} must be positive, got {value:g}")
+    if args.watch and args.json:
+        raise ValueError("--watch and --json: choose one")
+    thresholds = Thresholds(
+        max_lag_minutes=args.max_lag_minutes,
+        min_headroom_hours=args.min_headroom_hours,
+        max_batch_age_minutes=args.max_batch_age_minutes,
+    )
     spark = get_spark("mssql-cdc-status")
-    streams = read_status(spark, args.facts)
-    print(status_text(streams, recent_events(spark, args.facts, args.events)))
-    return 0
+
+    def read() -> tuple[list[Any], list[dict[str, Any]]]:
+        return read_status(spark, args.facts), recent_events(spark, args.facts, args.events)
+
+    if args.watch:
+        from mssql_cdc.cli.watch import watch
+
+        return watch(
+            read,
+            interval=args.interval,
+            thresholds=thresholds,
+            retention_hours=args.retention_hours,
+            title=f"mssql-cdc status {args.facts}",
+        )
+    streams, events = read()
+    report = status_json(
+        streams, events, thresholds=thresholds, retention_hours=args.retention_hours
+    )
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(
+            status_text(
+                streams, events, thresholds=thresholds, retention_hours=args.retention_hours
+            )
+        )
+    return 0 if report["ok"] else BREACH_EXIT
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -83,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo(args)
         if args.command == "stream":
             return stream_command.run_stream(args, sys.stdout)
+        if args.command == "check":
+            return check_command.run_check(args, sys.stdout)
         return _status(args)
     except (ValueError, TypeError, PermissionError, FileNotFoundError, MssqlCdcError) as exc:
         print(f"mssql-cdc {args.command}: {exc}", file=sys.stderr)

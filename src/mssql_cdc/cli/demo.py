@@ -2,8 +2,10 @@
 
 Starts the emulator with AdventureWorks, enables CDC on a few tables, runs the workload
 generator on them (inserts, updates, deletes, multi-statement and large transactions) while
-``to_delta`` streams each capture instance into a local Delta bronze table with local Spark,
-prints progress, then a summary from the facts table, and checks that every bronze table holds
+``to_delta`` streams each capture instance into a local Delta bronze table with local Spark.
+The workload starts once every stream has run its first micro-batch (local Spark's first
+batches take tens of seconds), so the progress lines show changes landing while they happen;
+then a summary from the facts table, and checks that every bronze table holds
 exactly the change history CDC holds (and that CDC holds what the workload committed). Exits
 1 when a check fails. Runs in this process: the emulator in a thread, Spark's driver here.
 """
@@ -68,14 +70,16 @@ def _enable_cdc(emu: Emulator, tables: Sequence[str]) -> None:
 
 
 def _start_streams(
-    spark: SparkSession, emu: Emulator, config: DemoConfig
-) -> dict[str, StreamingQuery]:
+    spark: SparkSession, emu: Emulator, config: DemoConfig, queries: dict[str, StreamingQuery]
+) -> None:
+    """Starts one stream per table into ``queries``, each after the one before ran its first
+    micro-batch: starting them all at once makes each start its Python workers at the same
+    time, which on a small, busy machine can pass Spark's wait for a worker to connect back."""
     from mssql_cdc import stream
     from mssql_cdc.sink import ensure_facts_table, table_ref
 
     facts = str(config.workdir / "facts")
     ensure_facts_table(spark, table_ref(facts, "facts_table"))  # one creator, not three
-    queries = {}
     for table in config.tables:
         ci = _instance(table)
         options = {
@@ -92,21 +96,39 @@ def _start_streams(
             facts_table=facts,
             trigger={"processingTime": f"{config.trigger_seconds} seconds"},
         )
-    return queries
+        queries[table].processAllAvailable()
 
 
-def _progress(queries: dict[str, StreamingQuery]) -> str:
+def _progress(queries: dict[str, StreamingQuery], baseline: dict[str, int]) -> str:
+    """Per table: change rows and micro-batches since the workload started (the batches before
+    it, ``baseline``, are left out)."""
     parts = []
     for table, query in queries.items():
-        progress = query.recentProgress
+        progress = [p for p in query.recentProgress if int(p["batchId"]) >= baseline[table]]
         rows = sum(int(p["numInputRows"]) for p in progress)
         batches = len({p["batchId"] for p in progress})
-        parts.append(f"{table} {rows:,} rows/{batches} batches")
+        parts.append(f"{table} {rows:,} rows in {batches} batches")
     return " | ".join(parts)
 
 
+def _warm_up(queries: dict[str, StreamingQuery], out: TextIO, started: float) -> dict[str, int]:
+    """Waits until every stream has caught up once (its first micro-batches ran); returns the
+    batch id each will write next."""
+    for query in queries.values():
+        query.processAllAvailable()
+    print(f"streams ready after {time.monotonic() - started:.0f} s", file=out, flush=True)
+    return {
+        table: 1 + max((int(p["batchId"]) for p in query.recentProgress), default=-1)
+        for table, query in queries.items()
+    }
+
+
 def _run_workload(
-    emu: Emulator, config: DemoConfig, queries: dict[str, StreamingQuery], out: TextIO
+    emu: Emulator,
+    config: DemoConfig,
+    queries: dict[str, StreamingQuery],
+    baseline: dict[str, int],
+    out: TextIO,
 ) -> WorkloadRecord:
     from mssql_cdc.emulator.workload import LocalSession, Workload, WorkloadConfig
 
@@ -134,7 +156,11 @@ def _run_workload(
     thread.start()
     while thread.is_alive():
         thread.join(timeout=2.0)
-        print(f"[{time.monotonic() - started:5.1f}s] {_progress(queries)}", file=out, flush=True)
+        print(
+            f"[{time.monotonic() - started:5.1f}s] {_progress(queries, baseline)}",
+            file=out,
+            flush=True,
+        )
     if "error" in result:
         raise result["error"]
     record: WorkloadRecord = result["record"]
@@ -187,15 +213,24 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
         spark = get_spark("mssql-cdc-demo", config={"spark.ui.enabled": "false"})
         if owns_spark:
             spark.sparkContext.setLogLevel("ERROR")
-        queries = _start_streams(spark, emu, config)
         print(
-            f"streaming {len(queries)} tables; workload for {config.seconds:g} s at "
-            f"{config.rate:g} transactions/s",
+            "starting the streams and waiting for each one's first micro-batch (local Spark "
+            "starts its Python workers: tens of seconds on a small machine)",
             file=out,
             flush=True,
         )
+        started = time.monotonic()
+        queries: dict[str, StreamingQuery] = {}
         try:
-            record = _run_workload(emu, config, queries, out)
+            _start_streams(spark, emu, config, queries)
+            baseline = _warm_up(queries, out, started)
+            print(
+                f"streaming {len(queries)} tables; workload for {config.seconds:g} s at "
+                f"{config.rate:g} transactions/s (rows: changes landed in bronze so far)",
+                file=out,
+                flush=True,
+            )
+            record = _run_workload(emu, config, queries, baseline, out)
             emu.set_polling_interval(None)
             emu.scan()  # capture the last commits, then let every stream catch up
             print(
@@ -216,8 +251,13 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
             flush=True,
         )
         facts = str(config.workdir / "facts")
+        retention_hours = emu.db.cdc.retention_minutes / 60.0
         print(
-            status_text(read_status(spark, facts), recent_events(spark, facts, 5)),
+            status_text(
+                read_status(spark, facts),
+                recent_events(spark, facts, 5),
+                retention_hours=retention_hours,
+            ),
             file=out,
             flush=True,
         )
@@ -236,10 +276,11 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
         file=out,
     )
     print(
+        "headroom (h): hours before CDC cleanup would delete changes not streamed yet (the "
+        f"emulator keeps changes {retention_hours:g} h)\n"
         f"the Delta tables are under {config.workdir}; look again with:\n"
-        f"  .venv/bin/mssql-cdc status --facts {config.workdir / 'facts'}\n"
-        "(retention headroom is the capture instances' age while they are younger than the "
-        "retention period)",
+        f"  .venv/bin/mssql-cdc status --facts {config.workdir / 'facts'} "
+        f"--retention-hours {retention_hours:g}",
         file=out,
     )
     return 0

@@ -1,15 +1,26 @@
-"""``mssql-cdc status``: what a facts table says about each stream.
+"""``mssql-cdc status``: what a facts table says about each stream (docs/monitoring.md).
 
 Runs on the driver with Spark: one aggregation per stream over the micro-batch rows
-(``event IS NULL``) and the newest event rows (the facts table,
-docs/sink.md).
+(``event IS NULL``) and the newest event rows (the facts table, docs/sink.md). Prints a text
+table, or JSON (``--json``), or a live view that refreshes (``--watch``, with ``rich``).
+Thresholds (:class:`Thresholds`) turn figures into breaches; any breach makes the exit code
+:data:`BREACH_EXIT` so a scheduler can alert on it.
+
+Retention headroom: the facts column is ``end_commit_ts - retention_watermark_ts``, the time
+the oldest change CDC still holds has over the newest change read. Once cleanup deletes
+changes (the watermark about one retention period old) that is the time left before changes
+the stream has not read are deleted; but while a capture instance is younger than the
+retention period nothing was deleted yet, and the column is the instance's age (0 h for a new
+one). Given the cleanup job's retention period (``--retention-hours``; ``mssql-cdc check``
+prints it), :func:`headroom_hours` computes what the figure is meant to say in both cases:
+the retention less the hours since the newest change read was committed.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from mssql_cdc.cli.text import table_text
@@ -17,7 +28,32 @@ from mssql_cdc.cli.text import table_text
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["StreamStatus", "read_status", "recent_events", "status_text"]
+__all__ = [
+    "BREACH_EXIT",
+    "DEFAULT_RETENTION_HOURS",
+    "HEADROOM_NOTE",
+    "StreamStatus",
+    "Thresholds",
+    "breaches",
+    "headroom_hours",
+    "read_status",
+    "recent_events",
+    "status_json",
+    "status_rows",
+    "status_text",
+]
+
+#: exit code of ``mssql-cdc status`` when a threshold is breached (1 is an error)
+BREACH_EXIT = 3
+#: SQL Server's default cleanup retention, 4320 minutes ("sys.sp_cdc_change_job")
+DEFAULT_RETENTION_HOURS = 72.0
+#: the footnote under the text table when the retention period is not given
+HEADROOM_NOTE = (
+    "headroom: hours from the oldest change CDC holds to the newest change read, less the "
+    "hours since; while a capture instance is younger than the retention period this is its "
+    "age, not a shortage: give --retention-hours for the hours left before unread changes are "
+    "deleted"
+)
 
 
 @dataclass(frozen=True)
@@ -34,6 +70,24 @@ class StreamStatus:
     ingestion_lag_seconds: float | None
     capture_lag_seconds: float | None
     retention_headroom_hours: float | None
+    retention_watermark_ts: dt.datetime | None = None
+    end_commit_ts: dt.datetime | None = None
+    last_duration_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Alert thresholds (``None``: not checked): the newest row's ingestion lag, the hours
+    before unread changes are deleted (:func:`headroom_hours`), and the age of the newest
+    micro-batch row (a stream that stopped writing rows)."""
+
+    max_lag_minutes: float | None = None
+    min_headroom_hours: float | None = None
+    max_batch_age_minutes: float | None = None
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
 
 
 def read_status(spark: SparkSession, facts_table: str) -> list[StreamStatus]:
@@ -56,6 +110,9 @@ def read_status(spark: SparkSession, facts_table: str) -> list[StreamStatus]:
             ingestion_lag_seconds=r["last"]["ingestion_lag_seconds"],
             capture_lag_seconds=r["last"]["capture_lag_seconds"],
             retention_headroom_hours=r["last"]["retention_headroom_hours"],
+            retention_watermark_ts=r["last"]["retention_watermark_ts"],
+            end_commit_ts=r["last"]["end_commit_ts"],
+            last_duration_ms=r["last"]["duration_ms"],
         )
         for r in stream_summaries(spark, facts_table)
     ]
@@ -68,18 +125,118 @@ def recent_events(spark: SparkSession, facts_table: str, limit: int) -> list[dic
     return read_events(spark, facts_table, limit)
 
 
+def _hours(later: dt.datetime, earlier: dt.datetime) -> float:
+    return (later - earlier).total_seconds() / 3600.0
+
+
+def headroom_hours(
+    s: StreamStatus, now: dt.datetime, retention_hours: float | None = None
+) -> float | None:
+    """Hours, from ``now``, before cleanup deletes changes the stream has not read (module
+    docstring); ``None`` without the metrics.
+
+    With ``retention_hours``: the retention less the hours since the oldest change the stream
+    may not have read was committed: after ``end_commit_ts`` (the newest change read) when the
+    row saw newer commits (ingestion lag above 0), else after the row was written (the stream
+    was current). Without: the row's headroom less the hours since it was written (a lower
+    bound while the instance is younger than the retention period).
+    """
+    if retention_hours is not None and s.end_commit_ts is not None:
+        oldest_unread = s.end_commit_ts
+        current = s.ingestion_lag_seconds is not None and s.ingestion_lag_seconds <= 0
+        if current and s.last_written_at is not None:
+            oldest_unread = max(oldest_unread, s.last_written_at)
+        return retention_hours - _hours(now, oldest_unread)
+    if s.retention_headroom_hours is None:
+        return None
+    since = 0.0 if s.last_written_at is None else _hours(now, s.last_written_at)
+    return s.retention_headroom_hours - since
+
+
+def breaches(
+    s: StreamStatus,
+    thresholds: Thresholds,
+    now: dt.datetime,
+    retention_hours: float | None = None,
+) -> list[str]:
+    """The thresholds ``s`` breaches, as sentences (empty: healthy). A figure that is unknown
+    (no metrics) breaches a threshold set on it: the alert must not stay silent."""
+    out: list[str] = []
+    t = thresholds
+    if t.max_lag_minutes is not None:
+        lag = s.ingestion_lag_seconds
+        if lag is None:
+            out.append("ingestion lag unknown (no metrics on the newest row)")
+        elif lag / 60.0 > t.max_lag_minutes:
+            out.append(f"ingestion lag {lag / 60.0:,.1f} min > {t.max_lag_minutes:g} min")
+    if t.min_headroom_hours is not None:
+        headroom = headroom_hours(s, now, retention_hours)
+        if headroom is None:
+            out.append("retention headroom unknown (no metrics on the newest row)")
+        elif headroom < t.min_headroom_hours:
+            out.append(f"retention headroom {headroom:,.1f} h < {t.min_headroom_hours:g} h")
+    if t.max_batch_age_minutes is not None:
+        if s.last_written_at is None:
+            out.append("no micro-batch row")
+        else:
+            age = (now - s.last_written_at).total_seconds() / 60.0
+            if age > t.max_batch_age_minutes:
+                out.append(f"newest batch {age:,.1f} min old > {t.max_batch_age_minutes:g} min")
+    return out
+
+
 def _number(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def status_text(
-    streams: list[StreamStatus],
-    events: list[dict[str, Any]],
-    now: Callable[[], dt.datetime] | None = None,
-) -> str:
-    """The status as text: a table of streams, then the recent events."""
-    current = (now or (lambda: dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)))()
-    header = (
+def _iso(value: dt.datetime | None) -> str | None:
+    return None if value is None else value.isoformat(timespec="milliseconds")
+
+
+def status_json(
+    streams: Sequence[StreamStatus],
+    events: Sequence[dict[str, Any]],
+    *,
+    thresholds: Thresholds | None = None,
+    now: dt.datetime | None = None,
+    retention_hours: float | None = None,
+) -> dict[str, Any]:
+    """The status as a JSON-ready dict: ``now`` (UTC), ``ok`` (no breach), ``streams`` (each
+    with ``seconds_since_last``, ``headroom_hours`` and its ``breaches``) and ``events``."""
+    current = now or _utcnow()
+    t = thresholds or Thresholds()
+    out = []
+    for s in streams:
+        item = asdict(s)
+        for key in ("last_written_at", "retention_watermark_ts", "end_commit_ts"):
+            item[key] = _iso(item[key])
+        item["seconds_since_last"] = (
+            None if s.last_written_at is None else (current - s.last_written_at).total_seconds()
+        )
+        item["headroom_hours"] = headroom_hours(s, current, retention_hours)
+        item["breaches"] = breaches(s, t, current, retention_hours)
+        out.append(item)
+    return {
+        "now": _iso(current),
+        "ok": not any(item["breaches"] for item in out),
+        "thresholds": asdict(t),
+        "retention_hours": retention_hours,
+        "streams": out,
+        "events": [
+            {k: (_iso(v) if isinstance(v, dt.datetime) else v) for k, v in e.items()}
+            for e in events
+        ],
+    }
+
+
+def status_rows(
+    streams: Sequence[StreamStatus],
+    now: dt.datetime,
+    thresholds: Thresholds,
+    retention_hours: float | None = None,
+) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The table's header and one row of cells per stream (the text table and the live view)."""
+    header: tuple[str, ...] = (
         "app_id",
         "target",
         "batches",
@@ -90,8 +247,9 @@ def status_text(
         "ingestion lag (s)",
         "capture lag (s)",
         "headroom (h)",
+        "alerts",
     )
-    body = [
+    body: list[tuple[str, ...]] = [
         (
             s.app_id,
             s.target,
@@ -101,14 +259,31 @@ def status_text(
             f"{s.last_rows:,}",
             "-"
             if s.last_written_at is None
-            else _number((current - s.last_written_at).total_seconds(), 0),
+            else _number((now - s.last_written_at).total_seconds(), 0),
             _number(s.ingestion_lag_seconds),
             _number(s.capture_lag_seconds),
-            _number(s.retention_headroom_hours),
+            _number(headroom_hours(s, now, retention_hours)),
+            "; ".join(breaches(s, thresholds, now, retention_hours)) or "ok",
         )
         for s in streams
     ]
+    return header, body
+
+
+def status_text(
+    streams: list[StreamStatus],
+    events: list[dict[str, Any]],
+    now: Callable[[], dt.datetime] | None = None,
+    *,
+    thresholds: Thresholds | None = None,
+    retention_hours: float | None = None,
+) -> str:
+    """The status as text: a table of streams, then the recent events."""
+    current = (now or _utcnow)()
+    header, body = status_rows(streams, current, thresholds or Thresholds(), retention_hours)
     out = [table_text(header, body) if body else "no micro-batch rows"]
+    if body and retention_hours is None:
+        out.append(HEADROOM_NOTE)
     if events:
         out += ["", "recent events:"]
         out.append(

@@ -24,7 +24,13 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-__all__ = ["add_arguments", "options_from", "parse_trigger", "run_stream"]
+__all__ = [
+    "add_arguments",
+    "add_connection_arguments",
+    "options_from",
+    "parse_trigger",
+    "run_stream",
+]
 
 log = logging.getLogger("mssql_cdc.cli")
 
@@ -35,22 +41,7 @@ _SECRET_OPTIONS = frozenset({"password", "pwd", "accesstoken"})
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``stream`` subcommand's arguments."""
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--server", help="HOST or HOST,PORT of SQL Server")
-    where.add_argument(
-        "--connection-string",
-        help="ODBC-style connection string without the password (Server=...;Database=...)",
-    )
-    parser.add_argument("--database", help="database (with --server)")
-    parser.add_argument("--user", help="SQL login")
-    parser.add_argument(
-        "--password-env",
-        default=PASSWORD_ENV,
-        metavar="VAR",
-        help=f"environment variable holding the password (default {PASSWORD_ENV}); "
-        "prompted for on a terminal when unset",
-    )
-    parser.add_argument("--encrypt", default="yes", help="Encrypt= of the connection (yes/no)")
+    add_connection_arguments(parser)
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument(
         "--capture-instance",
@@ -83,6 +74,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--bootstrap", action="store_true", help="load the table's rows first")
     parser.add_argument("--query-name", help="query name (default: the app id)")
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where and how to connect, shared by ``stream`` and ``check``: the server or connection
+    string, database, user, the password's environment variable, ``--encrypt`` and
+    ``--option``."""
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--server", help="HOST or HOST,PORT of SQL Server")
+    where.add_argument(
+        "--connection-string",
+        help="ODBC-style connection string without the password (Server=...;Database=...)",
+    )
+    parser.add_argument("--database", help="database (with --server)")
+    parser.add_argument("--user", help="SQL login")
+    parser.add_argument(
+        "--password-env",
+        default=PASSWORD_ENV,
+        metavar="VAR",
+        help=f"environment variable holding the password (default {PASSWORD_ENV}); "
+        "prompted for on a terminal when unset",
+    )
+    parser.add_argument("--encrypt", default="yes", help="Encrypt= of the connection (yes/no)")
     parser.add_argument(
         "--option",
         action="append",
@@ -166,6 +179,8 @@ def options_from(
             connection += f";Database={args.database}"
     options = {"connectionString": connection}
     instances = args.capture_instance or []
+    if isinstance(instances, str):
+        instances = [instances]
     if len(instances) == 1:
         options["captureInstance"] = instances[0]
     if args.user:

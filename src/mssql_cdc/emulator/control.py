@@ -147,6 +147,12 @@ class Emulator:
             f"Encrypt={encrypt};TrustServerCertificate=yes"
         )
 
+    def set_tls_available(self, available: bool) -> None:
+        """Whether the server offers TLS: ``False`` answers PRELOGIN with ENCRYPT_NOT_SUP, as a
+        SQL Server without a usable certificate does, so a client that requires encryption
+        cannot connect (MS-TDS 2.2.6.5)."""
+        self.server.tls_available = available
+
     # --- data ---
 
     def load_adventureworks(

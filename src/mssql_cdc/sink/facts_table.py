@@ -201,7 +201,8 @@ def bootstrap_lsn(
 def stream_summaries(spark: SparkSession, facts_table: str) -> list[Row]:
     """Per ``app_id`` (ordered), over the micro-batch rows (``event IS NULL``): ``n`` rows,
     ``rows`` summed, and ``last``, the newest row's ``batch_id``, ``rows``, ``written_at``,
-    ``target`` and lag and headroom columns.
+    ``target``, lag and headroom columns, ``retention_watermark_ts``, ``end_commit_ts`` and
+    ``duration_ms``.
 
     Raises:
         ValueError: ``facts_table`` is empty or not a Delta table.
@@ -221,6 +222,9 @@ def stream_summaries(spark: SparkSession, facts_table: str) -> list[Row]:
             "ingestion_lag_seconds",
             "capture_lag_seconds",
             "retention_headroom_hours",
+            "retention_watermark_ts",
+            "end_commit_ts",
+            "duration_ms",
         ),
         "batch_id",
     )

@@ -33,6 +33,7 @@ __all__ = [
     "CdcClient",
     "Commit",
     "permission_error",
+    "user_of",
 ]
 
 log = logging.getLogger("mssql_cdc.source")
@@ -60,6 +61,8 @@ class CaptureInstance:
     index_columns: tuple[str, ...]
     #: captured column names, in capture order
     columns: tuple[str, ...]
+    #: the gating role (``@role_name``), ``None`` without one
+    role_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,8 @@ class CapturedColumn:
     datetime_precision: int | None
 
 
-def _user_of(options: ReaderOptions) -> str:
+def user_of(options: ReaderOptions) -> str:
+    """The login the options connect with (``user``, else the connection string's ``UID``)."""
     if options.user:
         return options.user
     for part in options.connection_string.split(";"):
@@ -88,7 +92,7 @@ def _user_of(options: ReaderOptions) -> str:
 def permission_error(options: ReaderOptions, capture_instance: str, cause: str) -> PermissionError:
     """The ``PermissionError`` for a login that cannot read ``capture_instance``'s changes."""
     table = change_table(capture_instance)
-    grant = f"GRANT SELECT ON {table} TO {quote_name(_user_of(options))};"
+    grant = f"GRANT SELECT ON {table} TO {quote_name(user_of(options))};"
     return PermissionError(
         f"The login cannot read the change table {table} of capture instance "
         f"{capture_instance!r}. Run: {grant} (and GRANT SELECT on the source table; if the "
@@ -269,6 +273,7 @@ class CdcClient:
                 start_lsn=_lsn(r["start_lsn"]) or Lsn(bytes(10)),
                 index_columns=_names(r.get("index_column_list")),
                 columns=_names(r.get("captured_column_list")),
+                role_name=r.get("role_name") or None,
             )
             for r in rows
         ]

@@ -1,5 +1,6 @@
 """The SQL text built from names: identifiers, the change and snapshot reads and the snapshot's
-planning queries (pure string building, tested without a server).
+planning queries (pure string building, tested without a server); and the pre-flight check's
+queries (``CHECK_*``, :mod:`mssql_cdc.source.preflight`).
 
 The fixed catalog and LSN queries live with the calls that run them, in
 :class:`~mssql_cdc.source.client.CdcClient`; this module imports nothing of the source.
@@ -11,9 +12,16 @@ import re
 from collections.abc import Sequence
 
 __all__ = [
+    "CHECK_CAPTURE_JOB_STATE",
+    "CHECK_CHANGE_TABLE_OWNER",
+    "CHECK_DATABASE",
+    "CHECK_HELP_JOBS",
+    "CHECK_IS_ROLE_MEMBER",
+    "CHECK_SCAN_LATENCY",
     "change_function",
     "change_query",
     "change_table",
+    "check_select",
     "column_expression",
     "key_at_least",
     "key_below",
@@ -27,6 +35,43 @@ __all__ = [
 ]
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# --- the pre-flight check (docs/permissions.md, "What mssql-cdc check verifies") ---
+
+#: the connected database: its name, whether CDC is enabled and whether snapshot isolation is
+#: allowed ("sys.databases", visible to every login for its own database)
+CHECK_DATABASE = (
+    "SELECT name, is_cdc_enabled, snapshot_isolation_state FROM sys.databases "
+    "WHERE name = DB_NAME()"
+)
+#: the database's CDC jobs: capture (polling interval) and cleanup (retention, minutes);
+#: needs db_owner ("sys.sp_cdc_help_jobs")
+CHECK_HELP_JOBS = "EXEC sys.sp_cdc_help_jobs"
+#: whether job ``@P1`` runs now (``current_execution_status`` 1 = executing); needs sysadmin or
+#: a SQL Server Agent role in msdb ("sp_help_job")
+CHECK_CAPTURE_JOB_STATE = "EXEC msdb.dbo.sp_help_job @job_name = @P1, @job_aspect = N'JOB'"
+#: the newest capture scan's latency, seconds from the last commit it captured to its end;
+#: needs VIEW DATABASE STATE ("sys.dm_cdc_log_scan_sessions")
+CHECK_SCAN_LATENCY = (
+    "SELECT TOP (1) session_id, end_time, latency FROM sys.dm_cdc_log_scan_sessions "
+    "WHERE session_id > 0 ORDER BY session_id DESC"
+)
+#: the source table and gating role of capture instance ``@P1``, read from the cdc schema's
+#: metadata when the login may (a name is NULL when the login cannot see that table)
+CHECK_CHANGE_TABLE_OWNER = (
+    "SELECT OBJECT_SCHEMA_NAME(source_object_id) AS source_schema, "
+    "OBJECT_NAME(source_object_id) AS source_table, role_name "
+    "FROM cdc.change_tables WHERE capture_instance = @P1"
+)
+#: 1 when the session's user is a member of role ``@P1``, 0 when not, NULL without the role
+CHECK_IS_ROLE_MEMBER = "SELECT IS_ROLEMEMBER(@P1) AS member"
+
+
+def check_select(schema: str, table: str, columns: Sequence[str] = ()) -> str:
+    """A query that reads nothing but needs SELECT on ``columns`` of ``schema.table`` (all
+    columns when empty): error 229 when the login lacks it, 208 when it cannot see the table."""
+    select = ", ".join(quote_name(c) for c in columns) if columns else "*"
+    return f"SELECT TOP (0) {select} FROM {table_name(schema, table)}"
 
 
 def quote_name(name: str) -> str:

@@ -2,18 +2,27 @@
 
 Result columns follow each procedure's Microsoft reference page
 ("sys.sp_cdc_help_change_data_capture", "sys.sp_cdc_get_ddl_history",
-"sys.sp_cdc_cleanup_change_table", "sys.sp_cdc_change_job"). ``sp_cdc_change_job`` changes take
-effect when the job restarts (``sp_cdc_stop_job`` / ``sp_cdc_start_job``), except retention
-and threshold, which the next cleanup reads ("sys.sp_cdc_change_job", Microsoft docs).
+"sys.sp_cdc_cleanup_change_table", "sys.sp_cdc_change_job", "sys.sp_cdc_help_jobs").
+The jobs exist once a table was enabled ("sys.sp_cdc_enable_table": the first table enabled
+creates the capture and cleanup jobs); ``sys.sp_cdc_help_jobs`` needs ``db_owner``.
+``msdb.dbo.sp_help_job @job_name = ..., @job_aspect = N'JOB'`` ("sp_help_job", Microsoft docs)
+answers four of its columns (``job_id``, ``name``, ``enabled``, ``current_execution_status``:
+1 executing for a running capture job, 4 idle otherwise) for ``sa`` and ``db_owner`` only (SQL
+Server: sysadmin or a SQL Server Agent role in msdb); others get error 229.
+``sp_cdc_change_job`` changes take effect when the job restarts (``sp_cdc_stop_job`` /
+``sp_cdc_start_job``), except retention and threshold, which the next cleanup reads
+("sys.sp_cdc_change_job", Microsoft docs).
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING
 
 from mssql_cdc.emulator.cdc.cleanup import MAX_RETENTION, cleanup_change_table
 from mssql_cdc.emulator.core.errors import SqlError, missing_parameter
 from mssql_cdc.emulator.core.results import StatementResult, result_set
+from mssql_cdc.emulator.core.security import permission_denied
 from mssql_cdc.emulator.protocol.temporal import datetime_text
 from mssql_cdc.emulator.protocol.types import MAX, scalar
 
@@ -33,6 +42,7 @@ OWNER_ONLY = frozenset(
         "sp_cdc_change_job",
         "sp_cdc_start_job",
         "sp_cdc_stop_job",
+        "sp_cdc_help_jobs",
         "sp_addrolemember",
     }
 )
@@ -105,6 +115,10 @@ def extra(  # noqa: PLR0911, PLR0912 (a dispatch over procedures)
             if interval is not None:
                 ex.db.capture_job.pending_interval = float(interval)  # type: ignore[arg-type]
         return StatementResult("exec")
+    if short == "sp_cdc_help_jobs":
+        return _help_jobs(ex)
+    if short == "sp_help_job":
+        return _help_job(ex, args)
     if short == "sp_cdc_stop_job":
         ex.db.capture_job.stop()
         return StatementResult("exec")
@@ -171,6 +185,71 @@ def _help(ex: Executor, args: dict[str, object]) -> StatementResult:
         ("create_date", scalar("datetime")),
         ("index_column_list", scalar("nvarchar", length=MAX)),
         ("captured_column_list", scalar("nvarchar", length=MAX)),
+    ]
+    return result_set(columns, rows)
+
+
+def _job_names(ex: Executor) -> dict[str, str]:
+    """``{job_type: job_name}`` of the database's CDC jobs (empty before the first table)."""
+    if not (ex.db.cdc.enabled and ex.db.cdc.jobs_created):
+        return {}
+    return {kind: f"cdc.{ex.db.name}_{kind}" for kind in ("capture", "cleanup")}
+
+
+def _job_id(name: str) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"mssql-cdc-emulator-job:{name.lower()}")
+
+
+def _help_jobs(ex: Executor) -> StatementResult:
+    job = ex.db.capture_job
+    interval = job.interval if job.interval is not None else 5.0
+    rows = []
+    for kind, name in _job_names(ex).items():
+        capture = kind == "capture"
+        rows.append(
+            (
+                _job_id(name),
+                kind,
+                name,
+                500 if capture else None,
+                10 if capture else None,
+                True if capture else None,
+                int(interval) if capture else None,
+                None if capture else ex.db.cdc.retention_minutes,
+                None if capture else ex.db.cdc.threshold,
+            )
+        )
+    columns = [
+        ("job_id", scalar("uniqueidentifier")),
+        ("job_type", scalar("nvarchar", length=20)),
+        ("job_name", _NV),
+        ("maxtrans", scalar("int")),
+        ("maxscans", scalar("int")),
+        ("continuous", scalar("bit")),
+        ("pollinginterval", scalar("bigint")),
+        ("retention", scalar("bigint")),
+        ("threshold", scalar("bigint")),
+    ]
+    return result_set(columns, rows)
+
+
+def _help_job(ex: Executor, args: dict[str, object]) -> StatementResult:
+    if not ex.db.security.is_owner(ex.user):
+        raise permission_denied("EXECUTE", "dbo", "sp_help_job", "msdb")
+    wanted = _text(args.get("job_name"))
+    rows = []
+    for kind, name in _job_names(ex).items():
+        if wanted is not None and wanted.lower() != name.lower():
+            continue
+        running = kind == "capture" and ex.db.capture_job.running
+        rows.append((_job_id(name), name, 1, 1 if running else 4))
+    if wanted is not None and not rows:
+        raise SqlError(14262, f"The specified @job_name ('{wanted}') does not exist.", klass=16)
+    columns = [
+        ("job_id", scalar("uniqueidentifier")),
+        ("name", _NV),
+        ("enabled", scalar("tinyint")),
+        ("current_execution_status", scalar("int")),
     ]
     return result_set(columns, rows)
 

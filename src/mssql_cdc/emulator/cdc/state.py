@@ -37,7 +37,7 @@ from mssql_cdc.emulator.protocol.types import MAX, SqlType, scalar
 if TYPE_CHECKING:
     from mssql_cdc.emulator.engine.database import Database
 
-__all__ = ["ZERO_LSN", "CaptureInstance", "CdcState"]
+__all__ = ["ZERO_LSN", "CaptureInstance", "CdcState", "ScanSession"]
 
 log = logging.getLogger("mssql_cdc.emulator.cdc.state")
 ZERO_LSN = bytes(10)
@@ -101,6 +101,20 @@ def update_mask(ordinals: list[int], width: int) -> bytes:
 
 
 @dataclass
+class ScanSession:
+    """A capture scan that read transactions (a row of ``sys.dm_cdc_log_scan_sessions``)."""
+
+    session_id: int
+    start_time: dt.datetime
+    end_time: dt.datetime
+    tran_count: int
+    #: commit time of the last transaction the scan captured (``None``: it captured none)
+    last_commit_time: dt.datetime | None
+    #: scans since this one that found nothing to read
+    empty_scans: int = 0
+
+
+@dataclass
 class CaptureInstance:
     name: str
     source: TableDef
@@ -137,6 +151,10 @@ class CdcState:
         self.instances: dict[str, CaptureInstance] = {}
         self.retention_minutes = DEFAULT_RETENTION_MINUTES
         self.threshold = 5000
+        #: the capture and cleanup jobs exist (made by the first ``sp_cdc_enable_table``)
+        self.jobs_created = False
+        #: scans since the emulator started, for ``sys.dm_cdc_log_scan_sessions``
+        self.scan_sessions: list[ScanSession] = []
         #: change rows of the scan in progress, per change table (flushed before its COMMIT)
         self._pending: dict[str, list[list[object]]] = {}
 
@@ -234,6 +252,7 @@ class CdcState:
         )
         if role_name:
             self.db.security.create_role(role_name)
+        self.jobs_created = True
         self._create_change_table(instance)
         self.instances[name.lower()] = instance
         # the DDL itself is a logged transaction (so the next scan records progress)
@@ -347,9 +366,21 @@ class CdcState:
 
     def scan(self) -> int:
         """Copy every committed, not yet captured transaction; returns how many were read."""
+        started = self.db.clock.local_naive()
         transactions = self.db.log.take_committed()
         if not transactions or not self.enabled:
+            if self.scan_sessions:
+                self.scan_sessions[-1].empty_scans += 1
             return len(transactions)
+        self.scan_sessions.append(
+            ScanSession(
+                len(self.scan_sessions) + 1,
+                started,
+                self.db.clock.local_naive(),
+                len(transactions),
+                transactions[-1].end_time,
+            )
+        )
         cur = self.db.system
         cur.execute("BEGIN TRANSACTION")
         self._pending = {}

@@ -215,6 +215,13 @@ class Security:
                 granted = granted or bool(keys & grants.granted)
             return granted
 
+    def can_see(self, user: str, schema: str, table: str) -> bool:
+        """Whether ``user`` sees the table's metadata: it holds some permission on it."""
+        return any(
+            self.has_permission(user, p, schema, table)
+            for p in ("SELECT", "INSERT", "UPDATE", "DELETE")
+        )
+
     def is_owner(self, user: str) -> bool:
         return user == "dbo" or self.is_member(user, "db_owner")
 

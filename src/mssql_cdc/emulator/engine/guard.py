@@ -112,7 +112,8 @@ def command(ex: Executor, st: exp.Expression) -> StatementResult:
     """Security statements and ALTER DATABASE, which sqlglot leaves as commands."""
 
     if isinstance(st, exp.Grant):
-        verb, text = "GRANT", st.sql(dialect="tsql")[len("GRANT") :]
+        # comments before the statement are not part of it (sqlglot attaches them to it)
+        verb, text = "GRANT", st.sql(dialect="tsql", comments=False)[len("GRANT") :]
     else:
         verb = str(st.this).upper()
         rest = st.args.get("expression")

@@ -29,6 +29,8 @@ from mssql_cdc._native import Lsn
 from mssql_cdc.emulator.cdc.functions import change_function, map_time_to_lsn
 from mssql_cdc.emulator.core.errors import SqlError, unsupported
 from mssql_cdc.emulator.core.literals import string_literal, tag, temporal_text, typed_literal
+from mssql_cdc.emulator.engine.system_views import VIEWS as SYSTEM_VIEWS
+from mssql_cdc.emulator.engine.system_views import system_view
 from mssql_cdc.emulator.protocol.collations import lookup as lookup_collation
 from mssql_cdc.emulator.protocol.temporal import parse_temporal
 from mssql_cdc.emulator.protocol.types import (
@@ -170,6 +172,9 @@ class Rewriter:
             "SUSER_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.login),
             "SUSER_SNAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.login),
             "USER_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.user),
+            "IS_ROLEMEMBER": self._is_rolemember,
+            "OBJECT_NAME": lambda a: self._object_name(a, schema=False),
+            "OBJECT_SCHEMA_NAME": lambda a: self._object_name(a, schema=True),
             "DATALENGTH": self._datalength,
             "NCHAR": self._nchar,
             "FN_CDC_GET_MIN_LSN": self._min_lsn,
@@ -268,6 +273,13 @@ class Rewriter:
             return self._collate(node)
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous):
             return self._table_function(node)
+        if (
+            isinstance(node, exp.Table)
+            and node.db.lower() == "sys"
+            and node.name.lower() in SYSTEM_VIEWS
+        ):
+            view = system_view(self.ctx.db, self.ctx.user, node.name, node.alias_or_name)
+            return view if view is not None else node
         return node
 
     def _parameter(self, node: exp.Parameter) -> exp.Expression:
@@ -298,6 +310,36 @@ class Rewriter:
         if isinstance(value, int):
             return typed_literal(scalar("int"), value)
         return typed_literal(scalar("nvarchar", length=128), value)
+
+    def _is_rolemember(self, args: list[exp.Expression]) -> exp.Expression:
+        """``IS_ROLEMEMBER(role)``: 1 when the session's user is a member (``dbo`` is of every
+        role), 0 when not, NULL when no such role ("IS_ROLEMEMBER (Transact-SQL)")."""
+        (role,) = self._args(args[:1], "IS_ROLEMEMBER") or [None]
+        security = self.ctx.db.security
+        value: int | None = None
+        if isinstance(role, str) and role.lower() in security.roles:
+            value = 1 if security.is_member(self.ctx.user, role) else 0
+        return typed_literal(scalar("int"), value)
+
+    def _object_name(self, args: list[exp.Expression], *, schema: bool) -> exp.Expression:
+        """``OBJECT_NAME(id)`` / ``OBJECT_SCHEMA_NAME(id)``: NULL for an unknown id or one the
+        user may not see (no permission on it: metadata visibility, "Metadata Visibility
+        Configuration", Microsoft docs). A CASE over the visible tables, so the argument may
+        be a column."""
+        if len(args) != 1:
+            raise unsupported("OBJECT_NAME with a database id")
+        ifs = [
+            exp.If(
+                this=exp.EQ(this=args[0].copy(), expression=exp.Literal.number(table.object_id)),
+                true=string_literal(table.schema if schema else table.name),
+            )
+            for table in self.ctx.db.catalog.tables.values()
+            if self.ctx.db.security.can_see(self.ctx.user, table.schema, table.name)
+        ]
+        node = exp.Case(ifs=ifs) if ifs else exp.Null()
+        return _untag(
+            exp.Cast(this=node, to=exp.DataType.build("VARCHAR")), scalar("nvarchar", length=128)
+        )
 
     def _timezone_id(self, args: list[exp.Expression]) -> exp.Expression:
         return typed_literal(scalar("nvarchar", length=128), self.ctx.db.clock.windows_zone)

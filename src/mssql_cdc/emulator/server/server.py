@@ -32,6 +32,8 @@ class EmulatorServer:
         self.certificate = certificate or generate_certificate()
         self.legacy_context, self.strict_context = server_contexts(self.certificate)
         self.force_encryption = force_encryption
+        #: whether the server offers TLS (PRELOGIN answers ENCRYPT_NOT_SUP when not)
+        self.tls_available = True
         self._server: asyncio.Server | None = None
         self._next_spid = 51
         self._tasks: set[asyncio.Task[None]] = set()

@@ -171,7 +171,9 @@ class Session:
             answer: int | None = prelogin.ENCRYPT_NOT_SUP
         else:
             answer = prelogin.negotiate(
-                client_enc, tls_available=True, force=self.server.force_encryption
+                client_enc,
+                tls_available=self.server.tls_available,
+                force=self.server.force_encryption,
             )
         if answer is None:
             await self._send(channel, prelogin.build_response(prelogin.ENCRYPT_REQ))
