@@ -211,9 +211,8 @@ def test_repeated_capture_instances_leave_the_option_to_each_stream():
     from mssql_cdc.cli import build_parser
     from mssql_cdc.cli.stream_command import options_from
 
-    args = build_parser().parse_args(
-        ["stream", "--server", "db", "--capture-instance", "a", "--capture-instance", "b"]
-        + ["--target", "t{ci}", "--app-id", "a{ci}", "--checkpoint", "/c/{ci}"]
-    )
+    argv = ["stream", "--server", "db", "--capture-instance", "a", "--capture-instance", "b"]
+    argv += ["--target", "t{ci}", "--app-id", "a{ci}", "--checkpoint", "/c/{ci}"]
+    args = build_parser().parse_args(argv)
     assert args.capture_instance == ["a", "b"]
     assert "captureInstance" not in options_from(args, {}, io.StringIO())
