@@ -71,11 +71,28 @@ mc_status mc_arrow_column_reserve(mc_arrow_column *col, int64_t n, size_t data_b
   }
 }
 
+/* Values the column's fixed-size buffers (values of a fixed-width type, offsets, bits) hold
+ * without growing. */
+static int64_t row_capacity(const mc_arrow_column *col) {
+  switch (col->type) {
+    case MC_ARROW_BOOL: return (int64_t)(col->values.capacity * 8);
+    case MC_ARROW_UTF8:
+    case MC_ARROW_BINARY:
+      return col->offsets.capacity < sizeof(int32_t)
+                 ? 0
+                 : (int64_t)(col->offsets.capacity / sizeof(int32_t)) - 1;
+    default: return col->width == 0 ? 0 : (int64_t)(col->values.capacity / col->width);
+  }
+}
+
 mc_status mc_arrow_column_append_null(mc_arrow_column *col) {
   MC_RETURN_NOT_OK(mc_arrow_column_reserve(col, 1, 0));
   if (col->validity.data == NULL) {
-    /* First NULL: allocate the bitmap and mark every earlier value valid. */
-    MC_RETURN_NOT_OK(bitmap_reserve(&col->validity, col->length + 1));
+    /* First NULL: allocate the bitmap for every slot the other buffers hold (the appends a
+     * caller reserved for need no allocation) and mark every earlier value valid. */
+    int64_t bits = row_capacity(col);
+    if (bits < col->length + 1) bits = col->length + 1;
+    MC_RETURN_NOT_OK(bitmap_reserve(&col->validity, bits));
     int64_t full = col->length >> 3;
     memset(col->validity.data, 0xFF, (size_t)full);
     for (int64_t i = full * 8; i < col->length; i++) {

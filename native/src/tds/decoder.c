@@ -108,7 +108,14 @@ mc_status mc_tds_decoder_export_schema(const mc_tds_decoder *d, struct ArrowSche
 }
 
 mc_status mc_tds_decoder_take_batch(mc_tds_decoder *d, struct ArrowArray *out, mc_error *err) {
+  int64_t rows = d->batch.length;
+  for (int64_t i = 0; i < d->ncols; i++) { /* the next batch reserves what this one needed */
+    size_t used = d->batch.columns[i].values.size;
+    if (used > d->cols[i].data_hint) d->cols[i].data_hint = used;
+  }
   MC_RETURN_NOT_OK(mc_arrow_batch_export(&d->batch, out, err));
+  if (rows > d->last_batch_rows) d->last_batch_rows = rows;
+  d->row_cap = 0;
   d->batch_ready = 0;
   d->batch_wire_bytes = 0;
   return MC_OK;

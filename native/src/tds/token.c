@@ -279,7 +279,7 @@ mc_status mc_tds_decoder_next(mc_tds_decoder *d, mc_tds_event *event, mc_error *
     switch (token) {
       case MC_TDS_TOKEN_ROW:
       case MC_TDS_TOKEN_NBCROW:
-        st = mc_tds_row_decode(d, &r, &used, &e);
+        st = mc_tds_row_decode(d, &r, &used, &want, &e);
         if (st == MC_OK) {
           d->batch_wire_bytes += used;
           if (batch_full(d)) {
