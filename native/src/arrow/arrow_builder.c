@@ -85,6 +85,48 @@ static int64_t row_capacity(const mc_arrow_column *col) {
   }
 }
 
+/* Gives buf room for `need` bytes in all. A buffer holding at most a few bytes (empty after an
+ * export) is replaced by a pooled or exactly-sized one, those bytes copied over; a bitmap's
+ * (zero) new bytes are zero-filled. Others grow geometrically. */
+static mc_status reserve_total(mc_arrow_buffer *buf, size_t need, mc_arrow_pool *pool, bool zero) {
+  if (need <= buf->capacity) return MC_OK;
+  if (buf->size > 64) {
+    size_t old_cap = buf->capacity;
+    MC_RETURN_NOT_OK(mc_arrow_buffer_reserve(buf, need - buf->size));
+    if (zero) memset(buf->data + old_cap, 0, buf->capacity - old_cap);
+    return MC_OK;
+  }
+  size_t cap = 0;
+  uint8_t *p = mc_arrow_pool_take(pool, need, &cap);
+  if (p == NULL) {
+    p = malloc(need);
+    if (p == NULL) return MC_ENOMEM;
+    cap = need;
+  }
+  if (buf->size > 0) memcpy(p, buf->data, buf->size);
+  if (zero) memset(p + buf->size, 0, cap - buf->size);
+  free(buf->data);
+  buf->data = p;
+  buf->capacity = cap;
+  return MC_OK;
+}
+
+mc_status mc_arrow_column_reserve_rows(mc_arrow_column *col, int64_t rows, size_t data_bytes,
+                                       mc_arrow_pool *pool) {
+  if (rows < 0 || (uint64_t)rows > (SIZE_MAX - 8) / 16) return MC_ENOMEM;
+  size_t n = (size_t)rows;
+  size_t bits = (n + 7) / 8;
+  if (col->validity.data != NULL) MC_RETURN_NOT_OK(reserve_total(&col->validity, bits, pool, true));
+  switch (col->type) {
+    case MC_ARROW_BOOL: return reserve_total(&col->values, bits, pool, true);
+    case MC_ARROW_UTF8:
+    case MC_ARROW_BINARY:
+      MC_RETURN_NOT_OK(reserve_total(&col->offsets, (n + 1) * sizeof(int32_t), pool, false));
+      return reserve_total(&col->values, data_bytes, pool, false);
+    default: return reserve_total(&col->values, n * col->width, pool, false);
+  }
+}
+
 mc_status mc_arrow_column_append_null(mc_arrow_column *col) {
   MC_RETURN_NOT_OK(mc_arrow_column_reserve(col, 1, 0));
   if (col->validity.data == NULL) {
@@ -180,6 +222,7 @@ mc_status mc_arrow_batch_init(mc_arrow_batch *batch, int64_t n_columns) {
   batch->length = 0;
   batch->n_columns = 0;
   batch->columns = NULL;
+  batch->pool = NULL;
   if (n_columns <= 0) return MC_OK;
   batch->columns = calloc((size_t)n_columns, sizeof *batch->columns);
   if (batch->columns == NULL) return MC_ENOMEM;

@@ -364,6 +364,7 @@ void mc_tds_result_free(mc_tds_decoder *d) {
   mc_arrow_batch_free(&d->batch);
   d->batch_wire_bytes = 0;
   d->batch_ready = 0;
+  d->one_pass = false;
   d->row_cap = 0;
   d->last_batch_rows = 0;
   d->row_col = 0;
@@ -415,6 +416,12 @@ mc_status mc_tds_colmetadata_parse(mc_tds_decoder *d, mc_rd *r, size_t *used, mc
   d->ncols = count;
   d->cells = calloc(count > 0 ? count : 1, sizeof *d->cells);
   st = d->cells == NULL ? MC_ENOMEM : mc_arrow_batch_init(&d->batch, count);
+  d->batch.pool = d->pool;
+  d->one_pass = true;
+  for (uint16_t i = 0; i < count; i++) {
+    uint8_t w = cols[i].wire;
+    if (w != MC_WIRE_FIXED && w != MC_WIRE_BYTELEN && w != MC_WIRE_USHORTLEN) d->one_pass = false;
+  }
   for (uint16_t i = 0; st == MC_OK && i < count; i++) {
     const mc_tds_column *c = &cols[i];
     st = mc_arrow_column_init(&d->batch.columns[i], c->arrow, c->name, c->name_len,

@@ -19,11 +19,19 @@ mc_tds_decoder *mc_tds_decoder_new(const mc_tds_options *options) {
   if (d->opt.batch_rows <= 0) d->opt.batch_rows = DEFAULT_BATCH_ROWS;
   if (d->opt.batch_bytes == 0) d->opt.batch_bytes = DEFAULT_BATCH_BYTES;
   if (d->opt.max_buffer == 0) d->opt.max_buffer = DEFAULT_MAX_BUFFER;
+  /* Released batches' buffers are kept for the next ones, up to about two batches. */
+  size_t keep = d->opt.batch_bytes > SIZE_MAX / 2 ? SIZE_MAX : d->opt.batch_bytes * 2;
+  d->pool = mc_arrow_pool_new(keep);
+  if (d->pool == NULL) {
+    free(d);
+    return NULL;
+  }
   return d;
 }
 
 void mc_tds_decoder_reset(mc_tds_decoder *d) {
   mc_tds_result_free(d);
+  mc_arrow_pool_trim(d->pool); /* an idle decoder holds no released buffers */
   d->start = 0;
   d->end = 0;
   d->want = 0;
@@ -43,6 +51,7 @@ void mc_tds_decoder_free(mc_tds_decoder *d) {
   free(d->buf);
   mc_arrow_buffer_free(&d->scratch);
   mc_arrow_buffer_free(&d->text);
+  mc_arrow_pool_close(d->pool);
   free(d);
 }
 

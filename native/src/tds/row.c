@@ -192,9 +192,10 @@ static mc_status measure_plp(mc_tds_decoder *d, const uint8_t *row, const uint8_
 /* Frames the value of column c at *pp (row: the row token). On MC_OK fills *cell and moves *pp
  * past the value; on MC_NEEDMORE leaves *pp at the value's start and sets *want (bytes from the
  * row token) when the value's length is known. */
-static inline mc_status measure(mc_tds_decoder *d, const mc_tds_column *c, const uint8_t *row,
-                                const uint8_t **pp, const uint8_t *end, mc_tds_cell *cell,
-                                size_t *want, mc_error *err) {
+static MC_ALWAYS_INLINE mc_status measure(mc_tds_decoder *d, const mc_tds_column *c,
+                                          const uint8_t *row, const uint8_t **pp,
+                                          const uint8_t *end, mc_tds_cell *cell, size_t *want,
+                                          mc_error *err) {
   const uint8_t *p = *pp;
   size_t left = (size_t)(end - p);
   size_t len, hdr;
@@ -268,16 +269,30 @@ static mc_status grow_rows(mc_tds_decoder *d, mc_error *err) {
   if (rows <= d->batch.length) rows = d->batch.length + 1;
   for (int64_t i = 0; i < d->ncols; i++) {
     mc_arrow_column *col = &d->batch.columns[i];
-    size_t data = 0;
-    if (col->length == 0 && d->cols[i].data_hint > col->values.capacity) {
-      data = d->cols[i].data_hint;
-    }
-    if (mc_arrow_column_reserve(col, rows - col->length, data) != MC_OK) {
+    size_t data = col->values.size;
+    if (col->length == 0 && d->cols[i].data_hint > data) data = d->cols[i].data_hint;
+    if (mc_arrow_column_reserve_rows(col, rows, data, d->pool) != MC_OK) {
       return mc_error_set(err, MC_ENOMEM, "out of memory reserving %lld rows", (long long)rows);
     }
   }
   d->row_cap = rows;
   return MC_OK;
+}
+
+/* Copies n bytes with fixed-size moves for the short values of most binary columns (a
+ * library memcpy call costs more than the copy). Reads and writes only [0, n). */
+static inline void copy_short(uint8_t *dst, const uint8_t *src, size_t n) {
+  if (n > 16) {
+    memcpy(dst, src, n);
+  } else if (n >= 8) {
+    memcpy(dst, src, 8);
+    memcpy(dst + n - 8, src + n - 8, 8);
+  } else if (n >= 4) {
+    memcpy(dst, src, 4);
+    memcpy(dst + n - 4, src + n - 4, 4);
+  } else {
+    for (size_t k = 0; k < n; k++) dst[k] = src[k];
+  }
 }
 
 /* Room for n more utf8/binary bytes in col (one check; the offsets slot is reserved). */
@@ -287,9 +302,9 @@ static inline mc_status data_room(mc_arrow_column *col, size_t n, mc_error *err)
 }
 
 /* Appends the measured, non-NULL value of column i. */
-static inline mc_status decode_value(mc_tds_decoder *d, const mc_tds_column *c,
-                                     mc_arrow_column *col, const uint8_t *v,
-                                     const mc_tds_cell *cell, mc_error *err) {
+static MC_ALWAYS_INLINE mc_status decode_value(mc_tds_decoder *d, const mc_tds_column *c,
+                                               mc_arrow_column *col, const uint8_t *v,
+                                               const mc_tds_cell *cell, mc_error *err) {
   size_t n = cell->len;
   switch ((mc_tds_kind)c->kind) {
     case MC_KIND_INT1: {
@@ -328,7 +343,7 @@ static inline mc_status decode_value(mc_tds_decoder *d, const mc_tds_column *c,
       return MC_OK;
     case MC_KIND_BINARY:
       MC_RETURN_NOT_OK(data_room(col, n, err));
-      if (n > 0) memcpy(mc_arrow_column_data_tail(col), v, n);
+      copy_short(mc_arrow_column_data_tail(col), v, n);
       mc_arrow_column_commit_bytes_unsafe(col, n);
       return MC_OK;
     case MC_KIND_CP1252: {
@@ -357,6 +372,39 @@ static inline mc_status decode_value(mc_tds_decoder *d, const mc_tds_column *c,
   }
 }
 
+/* One pass that frames and appends each value, for result sets whose values all have their
+ * length up front (no PLP, text pointer or sql_variant: d->one_pass) and a row that is not
+ * resumed. On anything but MC_OK it rolls the row back and returns, and the two-pass path
+ * below redoes the row: it reports the same error, or MC_NEEDMORE with its position kept. */
+static mc_status one_pass(mc_tds_decoder *d, const uint8_t *row, const uint8_t *p,
+                          const uint8_t *bitmap, const uint8_t *end, size_t *used, mc_error *err) {
+  int64_t length = d->batch.length;
+  size_t want = 0;
+  for (int64_t i = 0; i < d->ncols; i++) {
+    mc_arrow_column *col = &d->batch.columns[i];
+    const mc_tds_column *c = &d->cols[i];
+    mc_tds_cell *cell = &d->cells[i];
+    mc_status st;
+    if (bitmap != NULL && (bitmap[i >> 3] & (1u << (i & 7))) != 0) {
+      cell->is_null = 1;
+      st = MC_OK;
+    } else {
+      st = measure(d, c, row, &p, end, cell, &want, err);
+    }
+    if (st == MC_OK) {
+      st = cell->is_null ? mc_arrow_column_append_null(col)
+                         : decode_value(d, c, col, cell->data, cell, err);
+    }
+    if (st != MC_OK) {
+      rollback(d, i, length);
+      return st;
+    }
+  }
+  d->batch.length = length + 1;
+  *used = (size_t)(p - row);
+  return MC_OK;
+}
+
 mc_status mc_tds_row_decode(mc_tds_decoder *d, mc_rd *r, size_t *used, size_t *want,
                             mc_error *err) {
   const uint8_t *row = r->p;
@@ -372,6 +420,11 @@ mc_status mc_tds_row_decode(mc_tds_decoder *d, mc_rd *r, size_t *used, size_t *w
     if ((size_t)(end - p) < nb) return MC_NEEDMORE;
     bitmap = p;
     p += nb;
+  }
+
+  if (d->batch.length >= d->row_cap) MC_RETURN_NOT_OK(grow_rows(d, err));
+  if (d->one_pass && d->row_col == 0 && one_pass(d, row, p, bitmap, end, used, err) == MC_OK) {
+    return MC_OK;
   }
 
   /* Pass 1: frame every value, from where the last attempt stopped. */
@@ -400,7 +453,6 @@ mc_status mc_tds_row_decode(mc_tds_decoder *d, mc_rd *r, size_t *used, size_t *w
   d->plp_off = 0;
 
   /* Pass 2: decode. */
-  if (d->batch.length >= d->row_cap) MC_RETURN_NOT_OK(grow_rows(d, err));
   int64_t length = d->batch.length;
   for (i = 0; i < d->ncols; i++) {
     mc_arrow_column *col = &d->batch.columns[i];

@@ -24,6 +24,13 @@
  * not worth a retry. Every such report goes through this macro. */
 #define MC_TDS_UNSUPPORTED(err, ...) mc_error_set((err), MC_EUNSUPPORTED, __VA_ARGS__)
 
+/* For the few hot-path helpers that must be inlined into the row loop (row.c). */
+#if defined(__GNUC__) || defined(__clang__)
+#define MC_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define MC_ALWAYS_INLINE inline
+#endif
+
 /* ------------------------------------------------------------------ bounded reads */
 
 typedef struct mc_rd {
@@ -335,7 +342,9 @@ struct mc_tds_decoder {
   int64_t ncols;
   mc_tds_cell *cells; /* ncols cells, the row being decoded */
   mc_arrow_batch batch;
-  int64_t row_cap; /* rows every fixed-size buffer of the batch has room for */
+  mc_arrow_pool *pool; /* buffers of released batches, for the next ones (owned) */
+  bool one_pass;       /* every column's values carry their length up front (row.c) */
+  int64_t row_cap;     /* rows every fixed-size buffer of the batch has room for */
   int64_t last_batch_rows;
   /* Where measuring a row that did not fit in the buffered bytes stopped (row.c), as offsets
    * from the row token at `start`: the next column to measure and where its value begins,

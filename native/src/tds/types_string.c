@@ -81,7 +81,15 @@ size_t mc_tds_utf16_to_utf8(const uint8_t *src, size_t n, uint8_t *dst) {
 
 size_t mc_tds_cp1252_to_utf8(const uint8_t *src, size_t n, uint8_t *dst) {
   size_t o = 0;
-  for (size_t i = 0; i < n; i++) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) { /* eight ASCII bytes at a time */
+    uint64_t x;
+    memcpy(&x, src + i, 8);
+    if (x & 0x8080808080808080ull) break;
+    memcpy(dst + o, &x, 8);
+    o += 8;
+  }
+  for (; i < n; i++) {
     uint8_t b = src[i];
     if (b < 0x80) {
       dst[o++] = b;
