@@ -55,35 +55,48 @@ void mc_tds_decoder_free(mc_tds_decoder *d) {
   free(d);
 }
 
-mc_status mc_tds_decoder_feed(mc_tds_decoder *d, const uint8_t *bytes, size_t n, mc_error *err) {
+mc_status mc_tds_decoder_space(mc_tds_decoder *d, size_t min, uint8_t **space, size_t *room,
+                               mc_error *err) {
   if (d->broken != MC_OK) return mc_error_set(err, d->broken, "%s", d->broken_msg);
-  if (n == 0) return MC_OK;
   size_t live = d->end - d->start;
-  if (n > d->opt.max_buffer || live > d->opt.max_buffer - n) {
+  if (min > d->opt.max_buffer || live > d->opt.max_buffer - min) {
     d->broken = MC_EPROTO;
     snprintf(d->broken_msg, sizeof d->broken_msg,
              "a token or row needs more than %zu bytes buffered (max_buffer)", d->opt.max_buffer);
     return mc_error_set(err, MC_EPROTO, "%s", d->broken_msg);
   }
-  if (d->cap - d->end < n) {
+  if (d->cap - d->end < min) {
     if (d->start > 0) { /* drop consumed bytes first */
       memmove(d->buf, d->buf + d->start, live);
       d->end = live;
       d->start = 0;
     }
-    if (d->cap - d->end < n) {
+    if (d->cap - d->end < min) {
       size_t cap = d->cap < 4096 ? 4096 : d->cap;
-      while (cap - d->end < n) cap *= 2;
+      while (cap - d->end < min) cap *= 2;
       uint8_t *p = realloc(d->buf, cap);
       if (p == NULL) {
-        return mc_error_set(err, MC_ENOMEM, "out of memory buffering %zu bytes", live + n);
+        return mc_error_set(err, MC_ENOMEM, "out of memory buffering %zu bytes", live + min);
       }
       d->buf = p;
       d->cap = cap;
     }
   }
-  memcpy(d->buf + d->end, bytes, n);
-  d->end += n;
+  *space = d->buf + d->end;
+  *room = d->cap - d->end;
+  return MC_OK;
+}
+
+void mc_tds_decoder_commit(mc_tds_decoder *d, size_t n) { d->end += n; }
+
+mc_status mc_tds_decoder_feed(mc_tds_decoder *d, const uint8_t *bytes, size_t n, mc_error *err) {
+  if (d->broken != MC_OK) return mc_error_set(err, d->broken, "%s", d->broken_msg);
+  if (n == 0) return MC_OK;
+  uint8_t *space;
+  size_t room;
+  MC_RETURN_NOT_OK(mc_tds_decoder_space(d, n, &space, &room, err));
+  memcpy(space, bytes, n);
+  mc_tds_decoder_commit(d, n);
   return MC_OK;
 }
 

@@ -192,16 +192,16 @@ static mc_status measure_plp(mc_tds_decoder *d, const uint8_t *row, const uint8_
 /* Frames the value of column c at *pp (row: the row token). On MC_OK fills *cell and moves *pp
  * past the value; on MC_NEEDMORE leaves *pp at the value's start and sets *want (bytes from the
  * row token) when the value's length is known. */
-static MC_ALWAYS_INLINE mc_status measure(mc_tds_decoder *d, const mc_tds_column *c,
-                                          const uint8_t *row, const uint8_t **pp,
-                                          const uint8_t *end, mc_tds_cell *cell, size_t *want,
-                                          mc_error *err) {
+static MC_ALWAYS_INLINE mc_status measure_as(uint8_t wire, mc_tds_decoder *d,
+                                             const mc_tds_column *c, const uint8_t *row,
+                                             const uint8_t **pp, const uint8_t *end,
+                                             mc_tds_cell *cell, size_t *want, mc_error *err) {
   const uint8_t *p = *pp;
   size_t left = (size_t)(end - p);
   size_t len, hdr;
   cell->is_null = 0;
   cell->is_plp = 0;
-  switch ((mc_tds_wire)c->wire) {
+  switch ((mc_tds_wire)wire) {
     case MC_WIRE_FIXED:
       hdr = 0;
       len = c->max_len;
@@ -302,11 +302,11 @@ static inline mc_status data_room(mc_arrow_column *col, size_t n, mc_error *err)
 }
 
 /* Appends the measured, non-NULL value of column i. */
-static MC_ALWAYS_INLINE mc_status decode_value(mc_tds_decoder *d, const mc_tds_column *c,
-                                               mc_arrow_column *col, const uint8_t *v,
-                                               const mc_tds_cell *cell, mc_error *err) {
+static MC_ALWAYS_INLINE mc_status decode_as(uint8_t kind, mc_tds_decoder *d, const mc_tds_column *c,
+                                            mc_arrow_column *col, const uint8_t *v,
+                                            const mc_tds_cell *cell, mc_error *err) {
   size_t n = cell->len;
-  switch ((mc_tds_kind)c->kind) {
+  switch ((mc_tds_kind)kind) {
     case MC_KIND_INT1: {
       int16_t x = v[0];
       mc_arrow_column_append_fixed_unsafe(col, &x, 2);
@@ -372,10 +372,27 @@ static MC_ALWAYS_INLINE mc_status decode_value(mc_tds_decoder *d, const mc_tds_c
   }
 }
 
+/* The two passes of one value, with the column's wire format and kind passed as constants
+ * where the caller knows them, so that the compiler folds both switches away. */
+static MC_ALWAYS_INLINE mc_status one_value(uint8_t wire, uint8_t kind, mc_tds_decoder *d,
+                                            const mc_tds_column *c, mc_arrow_column *col,
+                                            mc_tds_cell *cell, const uint8_t *row,
+                                            const uint8_t **p, const uint8_t *end, size_t *want,
+                                            mc_error *err) {
+  MC_RETURN_NOT_OK(measure_as(wire, d, c, row, p, end, cell, want, err));
+  if (cell->is_null) return mc_arrow_column_append_null(col);
+  return decode_as(kind, d, c, col, cell->data, cell, err);
+}
+
+#define OP(wire, kind) ((wire)*16 + (kind))
+#define ONE_VALUE_CASE(wire, kind) \
+  case OP(wire, kind): st = one_value(wire, kind, d, c, col, cell, row, &p, end, &want, err); break
+
 /* One pass that frames and appends each value, for result sets whose values all have their
  * length up front (no PLP, text pointer or sql_variant: d->one_pass) and a row that is not
- * resumed. On anything but MC_OK it rolls the row back and returns, and the two-pass path
- * below redoes the row: it reports the same error, or MC_NEEDMORE with its position kept. */
+ * resumed. The common (wire format, kind) pairs each get their own inlined code. On anything
+ * but MC_OK it rolls the row back and returns, and the two-pass path below redoes the row: it
+ * reports the same error, or MC_NEEDMORE with its position kept. */
 static mc_status one_pass(mc_tds_decoder *d, const uint8_t *row, const uint8_t *p,
                           const uint8_t *bitmap, const uint8_t *end, size_t *used, mc_error *err) {
   int64_t length = d->batch.length;
@@ -387,13 +404,25 @@ static mc_status one_pass(mc_tds_decoder *d, const uint8_t *row, const uint8_t *
     mc_status st;
     if (bitmap != NULL && (bitmap[i >> 3] & (1u << (i & 7))) != 0) {
       cell->is_null = 1;
-      st = MC_OK;
+      st = mc_arrow_column_append_null(col);
     } else {
-      st = measure(d, c, row, &p, end, cell, &want, err);
-    }
-    if (st == MC_OK) {
-      st = cell->is_null ? mc_arrow_column_append_null(col)
-                         : decode_value(d, c, col, cell->data, cell, err);
+      switch (OP(c->wire, c->kind)) {
+        ONE_VALUE_CASE(MC_WIRE_BYTELEN, MC_KIND_COPY4);
+        ONE_VALUE_CASE(MC_WIRE_BYTELEN, MC_KIND_COPY8);
+        ONE_VALUE_CASE(MC_WIRE_BYTELEN, MC_KIND_COPY2);
+        ONE_VALUE_CASE(MC_WIRE_BYTELEN, MC_KIND_INT1);
+        ONE_VALUE_CASE(MC_WIRE_BYTELEN, MC_KIND_DATETIME);
+        ONE_VALUE_CASE(MC_WIRE_BYTELEN, MC_KIND_GUID);
+        ONE_VALUE_CASE(MC_WIRE_FIXED, MC_KIND_COPY4);
+        ONE_VALUE_CASE(MC_WIRE_FIXED, MC_KIND_COPY8);
+        ONE_VALUE_CASE(MC_WIRE_FIXED, MC_KIND_COPY2);
+        ONE_VALUE_CASE(MC_WIRE_FIXED, MC_KIND_INT1);
+        ONE_VALUE_CASE(MC_WIRE_FIXED, MC_KIND_DATETIME);
+        ONE_VALUE_CASE(MC_WIRE_USHORTLEN, MC_KIND_BINARY);
+        ONE_VALUE_CASE(MC_WIRE_USHORTLEN, MC_KIND_CP1252);
+        ONE_VALUE_CASE(MC_WIRE_USHORTLEN, MC_KIND_UTF16);
+        default: st = one_value(c->wire, c->kind, d, c, col, cell, row, &p, end, &want, err);
+      }
     }
     if (st != MC_OK) {
       rollback(d, i, length);
@@ -404,6 +433,9 @@ static mc_status one_pass(mc_tds_decoder *d, const uint8_t *row, const uint8_t *
   *used = (size_t)(p - row);
   return MC_OK;
 }
+
+#undef ONE_VALUE_CASE
+#undef OP
 
 mc_status mc_tds_row_decode(mc_tds_decoder *d, mc_rd *r, size_t *used, size_t *want,
                             mc_error *err) {
@@ -440,7 +472,7 @@ mc_status mc_tds_row_decode(mc_tds_decoder *d, mc_rd *r, size_t *used, size_t *w
       cell->is_plp = 0;
       continue;
     }
-    mc_status st = measure(d, &d->cols[i], row, &p, end, cell, want, err);
+    mc_status st = measure_as(d->cols[i].wire, d, &d->cols[i], row, &p, end, cell, want, err);
     if (st != MC_OK) {
       if (st == MC_NEEDMORE) {
         d->row_col = i;
@@ -463,7 +495,7 @@ mc_status mc_tds_row_decode(mc_tds_decoder *d, mc_rd *r, size_t *used, size_t *w
       st = mc_arrow_column_append_null(col);
       if (st != MC_OK) st = mc_error_set(err, st, "out of memory appending a NULL");
     } else {
-      st = decode_value(d, c, col, row + cell->off, cell, err);
+      st = decode_as(c->kind, d, c, col, row + cell->off, cell, err);
     }
     if (st != MC_OK) {
       rollback(d, i, length);
