@@ -6,22 +6,35 @@
  */
 #include "tds/tds_int.h"
 
-/* "00" .. "FF": the two hex digits of every byte value, byte b at 2 * b. */
-static const char kHexPairs[513] =
-    "000102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F"
-    "202122232425262728292A2B2C2D2E2F303132333435363738393A3B3C3D3E3F"
-    "404142434445464748494A4B4C4D4E4F505152535455565758595A5B5C5D5E5F"
-    "606162636465666768696A6B6C6D6E6F707172737475767778797A7B7C7D7E7F"
-    "808182838485868788898A8B8C8D8E8F909192939495969798999A9B9C9D9E9F"
-    "A0A1A2A3A4A5A6A7A8A9AAABACADAEAFB0B1B2B3B4B5B6B7B8B9BABBBCBDBEBF"
-    "C0C1C2C3C4C5C6C7C8C9CACBCCCDCECFD0D1D2D3D4D5D6D7D8D9DADBDCDDDEDF"
-    "E0E1E2E3E4E5E6E7E8E9EAEBECEDEEEFF0F1F2F3F4F5F6F7F8F9FAFBFCFDFEFF";
+/* The 8 upper-case hex digits of 4 bytes, b0's first, as the 8 bytes of a little-endian
+ * uint64 (SWAR: one nibble per byte lane, then '0'-'9' / 'A'-'F' by lane arithmetic). */
+static inline uint64_t hex8(uint8_t b0, uint8_t b1, uint8_t b2, uint8_t b3) {
+  uint64_t u = (uint64_t)b0 | (uint64_t)b1 << 16 | (uint64_t)b2 << 32 | (uint64_t)b3 << 48;
+  uint64_t nib = ((u >> 4) & 0x000F000F000F000Full) | ((u & 0x000F000F000F000Full) << 8);
+  uint64_t letter = ((nib + 0x0606060606060606ull) >> 4) & 0x0101010101010101ull; /* >= 10 */
+  return nib + 0x3030303030303030ull + letter * 7;
+}
+
+/* Writes the first n (<= 8) characters of hex8's result. */
+static inline void put_hex(char *dst, uint64_t v, int n) {
+  for (int k = 0; k < n; k++) dst[k] = (char)(v >> (8 * k));
+}
 
 void mc_tds_format_guid(const uint8_t *p, char *dst) {
-  static const uint8_t order[16] = {3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15};
-  static const uint8_t at[16] = {0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34};
-  for (int i = 0; i < 16; i++) memcpy(dst + at[i], kHexPairs + 2 * p[order[i]], 2);
-  dst[8] = dst[13] = dst[18] = dst[23] = '-';
+  uint64_t a = hex8(p[3], p[2], p[1], p[0]);
+  uint64_t b = hex8(p[5], p[4], p[7], p[6]);
+  uint64_t c = hex8(p[8], p[9], p[10], p[11]);
+  uint64_t e = hex8(p[12], p[13], p[14], p[15]);
+  put_hex(dst, a, 8);
+  dst[8] = '-';
+  put_hex(dst + 9, b, 4);
+  dst[13] = '-';
+  put_hex(dst + 14, b >> 32, 4);
+  dst[18] = '-';
+  put_hex(dst + 19, c, 4);
+  dst[23] = '-';
+  put_hex(dst + 24, c >> 32, 4);
+  put_hex(dst + 28, e, 8);
 }
 
 mc_status mc_tds_decode_guid(const mc_tds_column *c, mc_arrow_column *out, const uint8_t *p,
