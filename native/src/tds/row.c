@@ -192,7 +192,7 @@ static mc_status measure_plp(mc_tds_decoder *d, const uint8_t *row, const uint8_
 /* Frames the value of column c at *pp (row: the row token). On MC_OK fills *cell and moves *pp
  * past the value; on MC_NEEDMORE leaves *pp at the value's start and sets *want (bytes from the
  * row token) when the value's length is known. */
-static MC_ALWAYS_INLINE mc_status measure_as(uint8_t wire, mc_tds_decoder *d,
+static MC_ALWAYS_INLINE mc_status measure_as(uint8_t wire, uint8_t kind, mc_tds_decoder *d,
                                              const mc_tds_column *c, const uint8_t *row,
                                              const uint8_t **pp, const uint8_t *end,
                                              mc_tds_cell *cell, size_t *want, mc_error *err) {
@@ -215,7 +215,8 @@ static MC_ALWAYS_INLINE mc_status measure_as(uint8_t wire, mc_tds_decoder *d,
         *pp = p + 1;
         return MC_OK;
       }
-      if (!bytelen_ok(c, len)) {
+      /* The inlined kinds are all of one length (max_len); decimals are GENERIC. */
+      if (kind != MC_KIND_GENERIC ? len != c->max_len : !bytelen_ok(c, len)) {
         return MC_TDS_CORRUPT(err, "value of type 0x%02X has length %u (column allows %u)", c->type,
                               (unsigned)len, (unsigned)c->max_len);
       }
@@ -379,7 +380,7 @@ static MC_ALWAYS_INLINE mc_status one_value(uint8_t wire, uint8_t kind, mc_tds_d
                                             mc_tds_cell *cell, const uint8_t *row,
                                             const uint8_t **p, const uint8_t *end, size_t *want,
                                             mc_error *err) {
-  MC_RETURN_NOT_OK(measure_as(wire, d, c, row, p, end, cell, want, err));
+  MC_RETURN_NOT_OK(measure_as(wire, kind, d, c, row, p, end, cell, want, err));
   if (cell->is_null) return mc_arrow_column_append_null(col);
   return decode_as(kind, d, c, col, cell->data, cell, err);
 }
@@ -400,10 +401,11 @@ static mc_status one_pass(mc_tds_decoder *d, const uint8_t *row, const uint8_t *
   for (int64_t i = 0; i < d->ncols; i++) {
     mc_arrow_column *col = &d->batch.columns[i];
     const mc_tds_column *c = &d->cols[i];
-    mc_tds_cell *cell = &d->cells[i];
+    mc_tds_cell local; /* in registers; only is_null is kept, for a roll-back */
+    mc_tds_cell *cell = &local;
     mc_status st;
     if (bitmap != NULL && (bitmap[i >> 3] & (1u << (i & 7))) != 0) {
-      cell->is_null = 1;
+      local.is_null = 1;
       st = mc_arrow_column_append_null(col);
     } else {
       switch (OP(c->wire, c->kind)) {
@@ -424,6 +426,7 @@ static mc_status one_pass(mc_tds_decoder *d, const uint8_t *row, const uint8_t *
         default: st = one_value(c->wire, c->kind, d, c, col, cell, row, &p, end, &want, err);
       }
     }
+    d->cells[i].is_null = local.is_null;
     if (st != MC_OK) {
       rollback(d, i, length);
       return st;
@@ -472,7 +475,8 @@ mc_status mc_tds_row_decode(mc_tds_decoder *d, mc_rd *r, size_t *used, size_t *w
       cell->is_plp = 0;
       continue;
     }
-    mc_status st = measure_as(d->cols[i].wire, d, &d->cols[i], row, &p, end, cell, want, err);
+    mc_status st =
+        measure_as(d->cols[i].wire, d->cols[i].kind, d, &d->cols[i], row, &p, end, cell, want, err);
     if (st != MC_OK) {
       if (st == MC_NEEDMORE) {
         d->row_col = i;
