@@ -11,6 +11,9 @@ the floor is a memcpy of the same TDS bytes. An nvarchar-heavy shape is reported
     .venv/bin/python bench/decode.py --rss --rows 10000000     # peak RSS of the native client
 
 Prints a table and exits 0. Not a test: numbers on shared machines are noise; compare ratios.
+Each client reads on the calling thread, so besides wall seconds the table shows that thread's
+CPU seconds (time.thread_time: the client's own work, without the replay server's thread or the
+waits for a core on a loaded machine), and both as ratios to the native client.
 """
 
 from __future__ import annotations
@@ -173,14 +176,16 @@ CLIENTS: dict[str, Callable[[int, str], int]] = {
 }
 
 
-def floor_seconds(payload: bytes, repeat: int) -> float:
-    times = []
+def floor_seconds(payload: bytes, repeat: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of one memcpy of the whole response, the best of ``repeat``."""
+    times, cpus = [], []
     for _ in range(repeat):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         copy = bytearray(payload)  # one memcpy of the whole response
+        cpus.append(time.thread_time() - cpu)
         times.append(time.perf_counter() - started)
         del copy
-    return min(times)
+    return min(times), min(cpus)
 
 
 def run_shape(shape: str, rows: int, repeat: int, clients: list[str]) -> None:
@@ -189,29 +194,40 @@ def run_shape(shape: str, rows: int, repeat: int, clients: list[str]) -> None:
     mb = len(payload) / 1e6
     floor = floor_seconds(payload, repeat)
     print(f"\n{shape} rows: {rows:,} rows x {columns} columns, {mb:.1f} MB of TDS")
-    print(f"{'client':<14}{'seconds':>9}{'rows/s':>14}{'MB/s':>9}{'ns/value':>10}{'x native':>10}")
-    results: dict[str, float] = {}
+    print(
+        f"{'client':<14}{'seconds':>9}{'rows/s':>14}{'MB/s':>9}{'ns/value':>10}{'x native':>10}"
+        f"{'CPU s':>9}{'CPU x native':>14}"
+    )
+    results: dict[str, tuple[float, float]] = {}
     with ReplayServer(payload, marker="changes") as server:
         for name in clients:
             try:
-                times = []
+                times, cpus = [], []
                 for _ in range(repeat):
                     gc.collect()
-                    started = time.perf_counter()
+                    started, cpu = time.perf_counter(), time.thread_time()
                     got = CLIENTS[name](server.port, "SELECT * FROM changes")
+                    cpus.append(time.thread_time() - cpu)
                     times.append(time.perf_counter() - started)
                     if got != rows:
                         raise RuntimeError(f"read {got} rows, expected {rows}")
-                results[name] = statistics.median(times)
+                results[name] = (statistics.median(times), statistics.median(cpus))
             except Exception as exc:  # a client that cannot run here is reported, not fatal
                 print(f"{name:<14}  n/a: {type(exc).__name__}: {str(exc)[:70]}")
     results["memcpy floor"] = floor
     native = results.get("native")
-    for name, seconds in results.items():
-        ratio = f"{seconds / native:.1f}" if native else "-"
+    for name, (seconds, cpu) in results.items():
+        ratio = f"{seconds / native[0]:.1f}" if native else "-"
+        cpu_ratio = f"{cpu / native[1]:.1f}" if native and native[1] > 0 else "-"
         print(
             f"{name:<14}{seconds:>9.3f}{rows / seconds:>14,.0f}{mb / seconds:>9.0f}"
-            f"{seconds * 1e9 / (rows * columns):>10.1f}{ratio:>10}"
+            f"{seconds * 1e9 / (rows * columns):>10.1f}{ratio:>10}{cpu:>9.3f}{cpu_ratio:>14}"
+        )
+    if native and "mssql-python" in results:
+        other = results["mssql-python"]
+        print(
+            f"native: {other[0] / native[0]:.1f}x mssql-python (CPU {other[1] / native[1]:.1f}x), "
+            f"{native[0] / floor[0]:.1f}x memcpy (CPU {native[1] / floor[1]:.1f}x)"
         )
 
 

@@ -129,6 +129,68 @@ static void test_batches_by_bytes(void **state) {
   tb_free(&b);
 }
 
+/* Takes the next batch, feeding the rest of `bytes` when asked. */
+static void next_batch(mc_tds_decoder *d, const tb *b, size_t *fed, struct ArrowArray *out) {
+  mc_error err;
+  for (;;) {
+    mc_tds_event ev;
+    mc_status st = mc_tds_decoder_next(d, &ev, &err);
+    if (st == MC_NEEDMORE) {
+      assert_true(*fed < b->n);
+      assert_int_equal(mc_tds_decoder_feed(d, b->p + *fed, b->n - *fed, &err), MC_OK);
+      *fed = b->n;
+      continue;
+    }
+    assert_int_equal(st, MC_OK);
+    if (ev == MC_TDS_EVENT_BATCH) {
+      assert_int_equal(mc_tds_decoder_take_batch(d, out, &err), MC_OK);
+      return;
+    }
+  }
+}
+
+/* A released batch's buffers serve the next batch; a batch held past the decoder's end stays
+ * valid and is freed by its own release (ASan and valgrind check the memory). */
+static void test_released_buffers_are_reused_and_batches_outlive_the_decoder(void **state) {
+  (void)state;
+  tb b = {0};
+  tb_colmeta(&b, 2);
+  tb_column(&b, "38", "n");
+  tb_column(&b, "A50A00", "v"); /* varbinary(10) */
+  for (uint32_t i = 0; i < 6000; i++) {
+    tb_u8(&b, 0xD1);
+    tb_u32(&b, i);
+    tb_u16(&b, 3);
+    tb_u8(&b, i & 0xFF);
+    tb_u8(&b, 1);
+    tb_u8(&b, 2);
+  }
+  tb_done(&b, 0xFD, 0x10, 6000);
+  mc_tds_options opts = {.batch_rows = 2000};
+  mc_tds_decoder *d = mc_tds_decoder_new(&opts);
+  assert_non_null(d);
+  size_t fed = 0;
+  struct ArrowArray first, second, third;
+  next_batch(d, &b, &fed, &first);
+  assert_int_equal(first.length, 2000);
+  const void *first_values = first.children[0]->buffers[1];
+  first.release(&first); /* back to the pool */
+  next_batch(d, &b, &fed, &second);
+  assert_int_equal(second.length, 2000);
+  assert_ptr_equal(second.children[0]->buffers[1], first_values); /* the same memory again */
+  next_batch(d, &b, &fed, &third);
+  assert_int_equal(third.length, 2000);
+  int32_t v;
+  memcpy(&v, (const uint8_t *)third.children[0]->buffers[1] + 4 * 1999, 4);
+  assert_int_equal(v, 5999);
+  mc_tds_decoder_free(d); /* the batches are still held */
+  memcpy(&v, (const uint8_t *)second.children[0]->buffers[1] + 4 * 5, 4);
+  assert_int_equal(v, 2005);
+  second.release(&second);
+  third.release(&third);
+  tb_free(&b);
+}
+
 static void test_two_result_sets(void **state) {
   (void)state;
   tb b = {0};
@@ -294,6 +356,7 @@ int main(void) {
       cmocka_unit_test(test_messages_envchange_loginack),
       cmocka_unit_test(test_skipped_tokens_and_batches_by_rows),
       cmocka_unit_test(test_batches_by_bytes),
+      cmocka_unit_test(test_released_buffers_are_reused_and_batches_outlive_the_decoder),
       cmocka_unit_test(test_two_result_sets),
       cmocka_unit_test(test_corrupt_streams_are_eproto),
       cmocka_unit_test(test_unsupported_type_is_eunsupported_not_eproto),

@@ -65,11 +65,38 @@ typedef struct mc_arrow_column {
   mc_arrow_buffer values;   /* fixed-width values, bits (bool) or data bytes (utf8/binary) */
 } mc_arrow_column;
 
+/* Buffers that consumers released, kept for the next batches (arrow_pool.c). Thread-safe:
+ * consumers may release on any thread. */
+typedef struct mc_arrow_pool mc_arrow_pool;
+
+/* A pool that keeps at most max_bytes of released buffers. NULL when out of memory. */
+mc_arrow_pool *mc_arrow_pool_new(size_t max_bytes);
+
+/* The owner is done: frees the cached buffers and drops the owner's reference. Buffers
+ * released later are freed. The pool itself goes when the last exported array is released.
+ * NULL is ignored. */
+void mc_arrow_pool_close(mc_arrow_pool *pool);
+
+/* Frees the cached buffers (e.g. between results, so an idle owner holds no memory). */
+void mc_arrow_pool_trim(mc_arrow_pool *pool);
+
+/* Reference counting for exported arrays (arrow_export.c). */
+void mc_arrow_pool_ref(mc_arrow_pool *pool);
+void mc_arrow_pool_unref(mc_arrow_pool *pool);
+
+/* A cached buffer of at least `need` bytes (its size in *capacity), or NULL. pool may be NULL. */
+void *mc_arrow_pool_take(mc_arrow_pool *pool, size_t need, size_t *capacity);
+
+/* Keeps data (capacity bytes) for a later take, or frees it when the pool is closed or full.
+ * pool may be NULL (data is freed). */
+void mc_arrow_pool_give(mc_arrow_pool *pool, void *data, size_t capacity);
+
 /* A set of columns of equal length. */
 typedef struct mc_arrow_batch {
   mc_arrow_column *columns;
   int64_t n_columns;
   int64_t length;
+  mc_arrow_pool *pool; /* not owned; NULL: export hands buffers to free() */
 } mc_arrow_batch;
 
 /* Byte width of one value of a fixed-width type; 0 for bool, utf8 and binary. */
@@ -117,6 +144,13 @@ static inline mc_status mc_arrow_column_reserve_one(mc_arrow_column *col, size_t
   }
   return mc_arrow_column_reserve(col, 1, data_bytes);
 }
+
+/* Makes col hold `rows` values in all (fixed-width slots, offsets, bits, validity bits if the
+ * bitmap exists) and data_bytes utf8/binary bytes in all, without growing. An empty buffer is
+ * taken from pool (may be NULL) when it has one large enough, else allocated at the exact
+ * size; a buffer in use grows as mc_arrow_column_reserve does. */
+MC_NODISCARD mc_status mc_arrow_column_reserve_rows(mc_arrow_column *col, int64_t rows,
+                                                    size_t data_bytes, mc_arrow_pool *pool);
 
 /* Appends a NULL. Allocates and back-fills the validity bitmap at the first NULL, so it can fail
  * with MC_ENOMEM; it never fails once mc_arrow_column_reserve covered the slot and a bitmap

@@ -83,6 +83,12 @@ typedef struct mc_tds_deframer {
   uint64_t packets; /* headers read so far */
 } mc_tds_deframer;
 
+/* Takes the header gathered in d->header (header_have == 8): checks it (length, type) and
+ * starts its packet (in_packet, payload_left; an empty last packet ends the message). For a
+ * caller that reads payload bytes itself, straight to where they are decoded (conn_io.c).
+ * MC_EPROTO for a bad header or a header after the end of the message. */
+MC_NODISCARD mc_status mc_tds_deframer_take_header(mc_tds_deframer *d, mc_error *err);
+
 /* Starts a message. expected_type is the packet type every packet must have (0 = any). */
 void mc_tds_deframer_init(mc_tds_deframer *d, uint8_t expected_type, uint32_t max_packet);
 

@@ -165,6 +165,16 @@ void mc_tds_decoder_reset(mc_tds_decoder *d);
 MC_NODISCARD mc_status mc_tds_decoder_feed(mc_tds_decoder *d, const uint8_t *bytes, size_t n,
                                            mc_error *err);
 
+/* feed() without the copy: makes room for at least min more input bytes after the buffered
+ * ones (compacting or growing the buffer) and points *space at it, with *room >= min bytes
+ * there. The caller writes payload bytes there (e.g. reads them from the socket) and declares
+ * them with mc_tds_decoder_commit before any other call. Same failures as feed. */
+MC_NODISCARD mc_status mc_tds_decoder_space(mc_tds_decoder *d, size_t min, uint8_t **space,
+                                            size_t *room, mc_error *err);
+
+/* Appends the n bytes written at the space mc_tds_decoder_space returned (n <= its room). */
+void mc_tds_decoder_commit(mc_tds_decoder *d, size_t n);
+
 /* Decodes until something happens. MC_OK with *event set; MC_NEEDMORE when the buffered bytes
  * end inside a token or row (feed more, then call again); MC_EPROTO for a corrupt stream,
  * MC_EUNSUPPORTED for a data type or code page it does not decode, MC_ERANGE for a value or

@@ -71,11 +71,70 @@ mc_status mc_arrow_column_reserve(mc_arrow_column *col, int64_t n, size_t data_b
   }
 }
 
+/* Values the column's fixed-size buffers (values of a fixed-width type, offsets, bits) hold
+ * without growing. */
+static int64_t row_capacity(const mc_arrow_column *col) {
+  switch (col->type) {
+    case MC_ARROW_BOOL: return (int64_t)(col->values.capacity * 8);
+    case MC_ARROW_UTF8:
+    case MC_ARROW_BINARY:
+      return col->offsets.capacity < sizeof(int32_t)
+                 ? 0
+                 : (int64_t)(col->offsets.capacity / sizeof(int32_t)) - 1;
+    default: return col->width == 0 ? 0 : (int64_t)(col->values.capacity / col->width);
+  }
+}
+
+/* Gives buf room for `need` bytes in all. A buffer holding at most a few bytes (empty after an
+ * export) is replaced by a pooled or exactly-sized one, those bytes copied over; a bitmap's
+ * (zero) new bytes are zero-filled. Others grow geometrically. */
+static mc_status reserve_total(mc_arrow_buffer *buf, size_t need, mc_arrow_pool *pool, bool zero) {
+  if (need <= buf->capacity) return MC_OK;
+  if (buf->size > 64) {
+    size_t old_cap = buf->capacity;
+    MC_RETURN_NOT_OK(mc_arrow_buffer_reserve(buf, need - buf->size));
+    if (zero) memset(buf->data + old_cap, 0, buf->capacity - old_cap);
+    return MC_OK;
+  }
+  size_t cap = 0;
+  uint8_t *p = mc_arrow_pool_take(pool, need, &cap);
+  if (p == NULL) {
+    p = malloc(need);
+    if (p == NULL) return MC_ENOMEM;
+    cap = need;
+  }
+  if (buf->size > 0) memcpy(p, buf->data, buf->size);
+  if (zero) memset(p + buf->size, 0, cap - buf->size);
+  free(buf->data);
+  buf->data = p;
+  buf->capacity = cap;
+  return MC_OK;
+}
+
+mc_status mc_arrow_column_reserve_rows(mc_arrow_column *col, int64_t rows, size_t data_bytes,
+                                       mc_arrow_pool *pool) {
+  if (rows < 0 || (uint64_t)rows > (SIZE_MAX - 8) / 16) return MC_ENOMEM;
+  size_t n = (size_t)rows;
+  size_t bits = (n + 7) / 8;
+  if (col->validity.data != NULL) MC_RETURN_NOT_OK(reserve_total(&col->validity, bits, pool, true));
+  switch (col->type) {
+    case MC_ARROW_BOOL: return reserve_total(&col->values, bits, pool, true);
+    case MC_ARROW_UTF8:
+    case MC_ARROW_BINARY:
+      MC_RETURN_NOT_OK(reserve_total(&col->offsets, (n + 1) * sizeof(int32_t), pool, false));
+      return reserve_total(&col->values, data_bytes, pool, false);
+    default: return reserve_total(&col->values, n * col->width, pool, false);
+  }
+}
+
 mc_status mc_arrow_column_append_null(mc_arrow_column *col) {
   MC_RETURN_NOT_OK(mc_arrow_column_reserve(col, 1, 0));
   if (col->validity.data == NULL) {
-    /* First NULL: allocate the bitmap and mark every earlier value valid. */
-    MC_RETURN_NOT_OK(bitmap_reserve(&col->validity, col->length + 1));
+    /* First NULL: allocate the bitmap for every slot the other buffers hold (the appends a
+     * caller reserved for need no allocation) and mark every earlier value valid. */
+    int64_t bits = row_capacity(col);
+    if (bits < col->length + 1) bits = col->length + 1;
+    MC_RETURN_NOT_OK(bitmap_reserve(&col->validity, bits));
     int64_t full = col->length >> 3;
     memset(col->validity.data, 0xFF, (size_t)full);
     for (int64_t i = full * 8; i < col->length; i++) {
@@ -163,6 +222,7 @@ mc_status mc_arrow_batch_init(mc_arrow_batch *batch, int64_t n_columns) {
   batch->length = 0;
   batch->n_columns = 0;
   batch->columns = NULL;
+  batch->pool = NULL;
   if (n_columns <= 0) return MC_OK;
   batch->columns = calloc((size_t)n_columns, sizeof *batch->columns);
   if (batch->columns == NULL) return MC_ENOMEM;

@@ -18,6 +18,8 @@
 
 typedef struct child_array_private {
   void *owned[3];
+  size_t capacity[3];
+  mc_arrow_pool *pool; /* where owned buffers go back to (a reference), or NULL */
   const void *buffers[3];
 } child_array_private;
 
@@ -31,7 +33,8 @@ static void release_child_array(struct ArrowArray *array) {
   if (array == NULL || array->release == NULL) return;
   child_array_private *p = array->private_data;
   if (p != NULL) {
-    for (int i = 0; i < 3; i++) free(p->owned[i]);
+    for (int i = 0; i < 3; i++) mc_arrow_pool_give(p->pool, p->owned[i], p->capacity[i]);
+    if (p->pool != NULL) mc_arrow_pool_unref(p->pool);
     free(p);
   }
   array->private_data = NULL;
@@ -106,18 +109,25 @@ mc_status mc_arrow_batch_export(mc_arrow_batch *batch, struct ArrowArray *out, m
     struct ArrowArray *child = &pp->storage[i];
     pp->children[i] = child;
     int nb = 0;
+    if (batch->pool != NULL) {
+      mc_arrow_pool_ref(batch->pool);
+      cp->pool = batch->pool;
+    }
     if (col->null_count > 0) {
       cp->owned[nb] = col->validity.data;
+      cp->capacity[nb] = col->validity.capacity;
       cp->buffers[nb++] = col->validity.data;
     } else {
-      free(col->validity.data);
+      mc_arrow_pool_give(batch->pool, col->validity.data, col->validity.capacity);
       cp->buffers[nb++] = NULL;
     }
     if (type_is_var(col->type)) {
       cp->owned[nb] = col->offsets.data;
+      cp->capacity[nb] = col->offsets.capacity;
       cp->buffers[nb++] = col->offsets.data;
     }
     cp->owned[nb] = col->values.data;
+    cp->capacity[nb] = col->values.capacity;
     cp->buffers[nb++] = col->values.data;
     child->length = col->length;
     child->null_count = col->null_count;

@@ -126,10 +126,6 @@ static mc_status login(mc_conn *c, const mc_conn_auth *auth, double deadline, mc
   }
   c->in_request = false;
   c->login_deadline = 0;
-  if (c->pending_len > 0) {
-    return mc_error_set(err, MC_EPROTO, "%zu bytes arrived after the login response",
-                        c->pending_len);
-  }
   if (c->has_message) { /* the server's fields travel as data, not only as text */
     const mc_tds_message *m = &c->message;
     return mc_error_set_server(err, MC_ELOGIN, m->number, m->state, m->severity, m->message,
@@ -164,7 +160,6 @@ mc_status mc_conn_open(const mc_conn_params *params, const mc_conn_auth *auth_in
   mc_status st = MC_OK;
   for (int attempt = 0; attempt < 2; attempt++) {
     mc_transport_init(&c->t);
-    c->pending_len = 0;
     c->packet_size = LOGIN_PACKET_SIZE;
     c->routing_host[0] = '\0';
     c->has_message = false;

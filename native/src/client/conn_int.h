@@ -46,11 +46,7 @@ struct mc_conn {
   char database[MC_CONN_NAME_SIZE];
   char routing_host[MC_CONN_HOST_SIZE];
   uint16_t routing_port;
-  uint8_t rbuf[MC_READ_BUFFER];
-  /* Bytes read past the end of a response (the next message, e.g. an Attention
-   * acknowledgement in the same TCP read): rbuf[pending_off .. pending_off + pending_len). */
-  size_t pending_off;
-  size_t pending_len;
+  uint8_t rbuf[MC_READ_BUFFER]; /* the PRELOGIN reply; responses go straight to the decoder */
 };
 
 /* Payload builders (request.c). *out is malloc'd; the caller frees it. */

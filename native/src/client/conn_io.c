@@ -97,33 +97,40 @@ void mc_conn_begin_response(mc_conn *c) {
   c->has_result = false;
 }
 
-/* Reads once from the network (or takes the bytes left over from the previous response) and
- * feeds the payload to the decoder. Bytes after this response's last packet stay pending for
- * the next response: an Attention acknowledgement may share a TCP read with the end of the
- * response it cancels (MS-TDS 2.2.1.7). */
+/* Reads once from the network into the decoder (MS-TDS 2.2.3.1 framing). Payload bytes go
+ * from the socket straight into the decoder's input buffer, with no copy in between: inside a
+ * packet it reads the rest of the packet's payload plus, unless the packet is the last, the
+ * next packet's 8-byte header, which lands behind the payload and is moved to the deframer.
+ * It never reads past the last packet of the response, so the next message (an Attention
+ * acknowledgement, MS-TDS 2.2.1.7) stays in the socket for the next response. */
 static mc_status pump(mc_conn *c, mc_error *err) {
-  size_t off = c->pending_off;
-  size_t got = c->pending_off + c->pending_len;
-  if (c->pending_len == 0) {
-    off = 0;
-    MC_RETURN_NOT_OK(
-        mc_transport_read(&c->t, c->rbuf, sizeof c->rbuf, &got, mc_conn_deadline(c), err));
+  mc_tds_deframer *f = &c->deframer;
+  size_t got = 0;
+  if (!f->in_packet) { /* a header, or the rest of one */
+    MC_RETURN_NOT_OK(mc_transport_read(&c->t, f->header + f->header_have,
+                                       MC_TDS_HEADER_SIZE - f->header_have, &got,
+                                       mc_conn_deadline(c), err));
+    f->header_have += got;
+    if (f->header_have == MC_TDS_HEADER_SIZE) MC_RETURN_NOT_OK(mc_tds_deframer_take_header(f, err));
+  } else {
+    size_t ask = f->payload_left + (f->last_packet ? 0 : MC_TDS_HEADER_SIZE);
+    uint8_t *space;
+    size_t room;
+    MC_RETURN_NOT_OK(mc_tds_decoder_space(c->dec, ask, &space, &room, err));
+    MC_RETURN_NOT_OK(mc_transport_read(&c->t, space, ask, &got, mc_conn_deadline(c), err));
+    size_t payload = got < f->payload_left ? got : f->payload_left;
+    mc_tds_decoder_commit(c->dec, payload);
+    f->payload_left -= payload;
+    if (f->payload_left == 0) {
+      f->in_packet = false;
+      if (f->last_packet) f->done = true;
+      size_t extra = got - payload; /* the start of the next header */
+      memcpy(f->header, space + payload, extra);
+      f->header_have = extra;
+      if (extra == MC_TDS_HEADER_SIZE) MC_RETURN_NOT_OK(mc_tds_deframer_take_header(f, err));
+    }
   }
-  c->pending_off = 0;
-  c->pending_len = 0;
-  while (off < got && !c->deframer.done) {
-    size_t used = 0, n = 0;
-    const uint8_t *payload = NULL;
-    MC_RETURN_NOT_OK(
-        mc_tds_deframe(&c->deframer, c->rbuf + off, got - off, &used, &payload, &n, err));
-    off += used;
-    if (n > 0) MC_RETURN_NOT_OK(mc_tds_decoder_feed(c->dec, payload, n, err));
-  }
-  if (off < got) { /* the start of the next message */
-    c->pending_off = off;
-    c->pending_len = got - off;
-  }
-  if (c->deframer.done) c->response_done = true;
+  if (f->done) c->response_done = true;
   return MC_OK;
 }
 

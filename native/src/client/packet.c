@@ -76,6 +76,27 @@ void mc_tds_deframer_init(mc_tds_deframer *d, uint8_t expected_type, uint32_t ma
   d->max_packet = max_packet;
 }
 
+mc_status mc_tds_deframer_take_header(mc_tds_deframer *d, mc_error *err) {
+  if (d->done) return mc_error_set(err, MC_EPROTO, "bytes arrived after the end of a TDS message");
+  mc_tds_header h;
+  MC_RETURN_NOT_OK(mc_tds_header_read(d->header, d->max_packet, &h, err));
+  if (d->expected_type != 0 && h.type != d->expected_type) {
+    return mc_error_set(err, MC_EPROTO, "TDS packet of type 0x%02X where 0x%02X was expected",
+                        (unsigned)h.type, (unsigned)d->expected_type);
+  }
+  d->header_have = 0;
+  d->packets++;
+  d->in_packet = true;
+  d->status = h.status;
+  d->last_packet = (h.status & MC_TDS_STATUS_EOM) != 0;
+  d->payload_left = (size_t)h.length - MC_TDS_HEADER_SIZE;
+  if (d->payload_left == 0) {
+    d->in_packet = false;
+    if (d->last_packet) d->done = true;
+  }
+  return MC_OK;
+}
+
 mc_status mc_tds_deframe(mc_tds_deframer *d, const uint8_t *in, size_t in_len, size_t *consumed,
                          const uint8_t **payload, size_t *payload_len, mc_error *err) {
   size_t used = 0;
@@ -94,23 +115,12 @@ mc_status mc_tds_deframe(mc_tds_deframer *d, const uint8_t *in, size_t in_len, s
       d->header_have += take;
       used += take;
       if (d->header_have < MC_TDS_HEADER_SIZE) break;
-      mc_tds_header h;
-      mc_status st = mc_tds_header_read(d->header, d->max_packet, &h, err);
+      mc_status st = mc_tds_deframer_take_header(d, err);
       if (st != MC_OK) {
         *consumed = used;
         return st;
       }
-      if (d->expected_type != 0 && h.type != d->expected_type) {
-        *consumed = used;
-        return mc_error_set(err, MC_EPROTO, "TDS packet of type 0x%02X where 0x%02X was expected",
-                            (unsigned)h.type, (unsigned)d->expected_type);
-      }
-      d->header_have = 0;
-      d->packets++;
-      d->in_packet = true;
-      d->status = h.status;
-      d->last_packet = (h.status & MC_TDS_STATUS_EOM) != 0;
-      d->payload_left = (size_t)h.length - MC_TDS_HEADER_SIZE;
+      if (!d->in_packet) continue; /* an empty packet */
     }
     size_t n = d->payload_left < in_len - used ? d->payload_left : in_len - used;
     d->payload_left -= n;

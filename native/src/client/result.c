@@ -60,14 +60,6 @@ mc_status mc_conn_execute(mc_conn *c, const char *sql, size_t len, const mc_para
     c->dec = d;
     c->dec_options = want;
   }
-  if (c->pending_len > 0) { /* a server that answered more than it was asked */
-    return mc_conn_fail(c,
-                        mc_error_set(err, MC_EPROTO,
-                                     "%zu bytes arrived after the end of a TDS "
-                                     "response",
-                                     c->pending_len),
-                        err);
-  }
   c->timeout_seconds = options ? options->timeout_seconds : 0;
   c->has_message = false;
   c->rows_affected = -1;

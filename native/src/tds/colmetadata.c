@@ -230,7 +230,48 @@ void mc_tds_arrow_type(mc_tds_column *c) {
   }
 }
 
+/* The inlined row path for c (mc_tds_kind), or MC_KIND_GENERIC. */
+static uint8_t pick_kind(const mc_tds_column *c) {
+  bool fixed_or_byte = c->wire == MC_WIRE_FIXED || c->wire == MC_WIRE_BYTELEN;
+  switch (c->type) {
+    case MC_SQL_INT1:
+    case MC_SQL_INT2:
+    case MC_SQL_INT4:
+    case MC_SQL_INT8:
+    case MC_SQL_INTN:
+    case MC_SQL_FLT4:
+    case MC_SQL_FLT8:
+    case MC_SQL_FLTN:
+      if (!fixed_or_byte) return MC_KIND_GENERIC;
+      if (c->max_len == 1) return c->arrow == MC_ARROW_INT16 ? MC_KIND_INT1 : MC_KIND_GENERIC;
+      if (mc_arrow_type_width(c->arrow) != c->max_len) return MC_KIND_GENERIC;
+      return c->max_len == 2 ? MC_KIND_COPY2 : c->max_len == 4 ? MC_KIND_COPY4 : MC_KIND_COPY8;
+    case MC_SQL_DATETIME:
+    case MC_SQL_DATETIMN:
+      return fixed_or_byte && c->max_len == 8 ? MC_KIND_DATETIME : MC_KIND_GENERIC;
+    case MC_SQL_GUID: return MC_KIND_GUID;
+    case MC_SQL_BIGBINARY:
+    case MC_SQL_BIGVARBINARY:
+      return c->wire == MC_WIRE_USHORTLEN ? MC_KIND_BINARY : MC_KIND_GENERIC;
+    case MC_SQL_BIGCHAR:
+    case MC_SQL_BIGVARCHAR:
+      return c->wire == MC_WIRE_USHORTLEN && c->code_page == MC_CP_1252 ? MC_KIND_CP1252
+                                                                        : MC_KIND_GENERIC;
+    case MC_SQL_NCHAR:
+    case MC_SQL_NVARCHAR: return c->wire == MC_WIRE_USHORTLEN ? MC_KIND_UTF16 : MC_KIND_GENERIC;
+    default: return MC_KIND_GENERIC;
+  }
+}
+
+static mc_status pick_function(mc_tds_column *c, mc_error *err);
+
 mc_status mc_tds_pick_decoder(mc_tds_column *c, mc_error *err) {
+  MC_RETURN_NOT_OK(pick_function(c, err));
+  c->kind = pick_kind(c);
+  return MC_OK;
+}
+
+static mc_status pick_function(mc_tds_column *c, mc_error *err) {
   c->code_page = 0;
   switch (c->type) {
     case MC_SQL_INT1:
@@ -323,6 +364,12 @@ void mc_tds_result_free(mc_tds_decoder *d) {
   mc_arrow_batch_free(&d->batch);
   d->batch_wire_bytes = 0;
   d->batch_ready = 0;
+  d->one_pass = false;
+  d->row_cap = 0;
+  d->last_batch_rows = 0;
+  d->row_col = 0;
+  d->row_off = 0;
+  d->plp_off = 0;
 }
 
 /* Parses the column descriptions; on failure frees what it made. */
@@ -369,6 +416,12 @@ mc_status mc_tds_colmetadata_parse(mc_tds_decoder *d, mc_rd *r, size_t *used, mc
   d->ncols = count;
   d->cells = calloc(count > 0 ? count : 1, sizeof *d->cells);
   st = d->cells == NULL ? MC_ENOMEM : mc_arrow_batch_init(&d->batch, count);
+  d->batch.pool = d->pool;
+  d->one_pass = true;
+  for (uint16_t i = 0; i < count; i++) {
+    uint8_t w = cols[i].wire;
+    if (w != MC_WIRE_FIXED && w != MC_WIRE_BYTELEN && w != MC_WIRE_USHORTLEN) d->one_pass = false;
+  }
   for (uint16_t i = 0; st == MC_OK && i < count; i++) {
     const mc_tds_column *c = &cols[i];
     st = mc_arrow_column_init(&d->batch.columns[i], c->arrow, c->name, c->name_len,

@@ -19,11 +19,19 @@ mc_tds_decoder *mc_tds_decoder_new(const mc_tds_options *options) {
   if (d->opt.batch_rows <= 0) d->opt.batch_rows = DEFAULT_BATCH_ROWS;
   if (d->opt.batch_bytes == 0) d->opt.batch_bytes = DEFAULT_BATCH_BYTES;
   if (d->opt.max_buffer == 0) d->opt.max_buffer = DEFAULT_MAX_BUFFER;
+  /* Released batches' buffers are kept for the next ones, up to about two batches. */
+  size_t keep = d->opt.batch_bytes > SIZE_MAX / 2 ? SIZE_MAX : d->opt.batch_bytes * 2;
+  d->pool = mc_arrow_pool_new(keep);
+  if (d->pool == NULL) {
+    free(d);
+    return NULL;
+  }
   return d;
 }
 
 void mc_tds_decoder_reset(mc_tds_decoder *d) {
   mc_tds_result_free(d);
+  mc_arrow_pool_trim(d->pool); /* an idle decoder holds no released buffers */
   d->start = 0;
   d->end = 0;
   d->want = 0;
@@ -43,38 +51,52 @@ void mc_tds_decoder_free(mc_tds_decoder *d) {
   free(d->buf);
   mc_arrow_buffer_free(&d->scratch);
   mc_arrow_buffer_free(&d->text);
+  mc_arrow_pool_close(d->pool);
   free(d);
 }
 
-mc_status mc_tds_decoder_feed(mc_tds_decoder *d, const uint8_t *bytes, size_t n, mc_error *err) {
+mc_status mc_tds_decoder_space(mc_tds_decoder *d, size_t min, uint8_t **space, size_t *room,
+                               mc_error *err) {
   if (d->broken != MC_OK) return mc_error_set(err, d->broken, "%s", d->broken_msg);
-  if (n == 0) return MC_OK;
   size_t live = d->end - d->start;
-  if (n > d->opt.max_buffer || live > d->opt.max_buffer - n) {
+  if (min > d->opt.max_buffer || live > d->opt.max_buffer - min) {
     d->broken = MC_EPROTO;
     snprintf(d->broken_msg, sizeof d->broken_msg,
              "a token or row needs more than %zu bytes buffered (max_buffer)", d->opt.max_buffer);
     return mc_error_set(err, MC_EPROTO, "%s", d->broken_msg);
   }
-  if (d->cap - d->end < n) {
+  if (d->cap - d->end < min) {
     if (d->start > 0) { /* drop consumed bytes first */
       memmove(d->buf, d->buf + d->start, live);
       d->end = live;
       d->start = 0;
     }
-    if (d->cap - d->end < n) {
+    if (d->cap - d->end < min) {
       size_t cap = d->cap < 4096 ? 4096 : d->cap;
-      while (cap - d->end < n) cap *= 2;
+      while (cap - d->end < min) cap *= 2;
       uint8_t *p = realloc(d->buf, cap);
       if (p == NULL) {
-        return mc_error_set(err, MC_ENOMEM, "out of memory buffering %zu bytes", live + n);
+        return mc_error_set(err, MC_ENOMEM, "out of memory buffering %zu bytes", live + min);
       }
       d->buf = p;
       d->cap = cap;
     }
   }
-  memcpy(d->buf + d->end, bytes, n);
-  d->end += n;
+  *space = d->buf + d->end;
+  *room = d->cap - d->end;
+  return MC_OK;
+}
+
+void mc_tds_decoder_commit(mc_tds_decoder *d, size_t n) { d->end += n; }
+
+mc_status mc_tds_decoder_feed(mc_tds_decoder *d, const uint8_t *bytes, size_t n, mc_error *err) {
+  if (d->broken != MC_OK) return mc_error_set(err, d->broken, "%s", d->broken_msg);
+  if (n == 0) return MC_OK;
+  uint8_t *space;
+  size_t room;
+  MC_RETURN_NOT_OK(mc_tds_decoder_space(d, n, &space, &room, err));
+  memcpy(space, bytes, n);
+  mc_tds_decoder_commit(d, n);
   return MC_OK;
 }
 
@@ -108,7 +130,14 @@ mc_status mc_tds_decoder_export_schema(const mc_tds_decoder *d, struct ArrowSche
 }
 
 mc_status mc_tds_decoder_take_batch(mc_tds_decoder *d, struct ArrowArray *out, mc_error *err) {
+  int64_t rows = d->batch.length;
+  for (int64_t i = 0; i < d->ncols; i++) { /* the next batch reserves what this one needed */
+    size_t used = d->batch.columns[i].values.size;
+    if (used > d->cols[i].data_hint) d->cols[i].data_hint = used;
+  }
   MC_RETURN_NOT_OK(mc_arrow_batch_export(&d->batch, out, err));
+  if (rows > d->last_batch_rows) d->last_batch_rows = rows;
+  d->row_cap = 0;
   d->batch_ready = 0;
   d->batch_wire_bytes = 0;
   return MC_OK;

@@ -24,6 +24,13 @@
  * not worth a retry. Every such report goes through this macro. */
 #define MC_TDS_UNSUPPORTED(err, ...) mc_error_set((err), MC_EUNSUPPORTED, __VA_ARGS__)
 
+/* For the few hot-path helpers that must be inlined into the row loop (row.c). */
+#if defined(__GNUC__) || defined(__clang__)
+#define MC_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define MC_ALWAYS_INLINE inline
+#endif
+
 /* ------------------------------------------------------------------ bounded reads */
 
 typedef struct mc_rd {
@@ -140,6 +147,21 @@ typedef enum mc_tds_wire {
   MC_WIRE_PLP        /* u64 total (~0 = NULL), chunks of u32 length + data, 0 ends */
 } mc_tds_wire;
 
+/* The row loop's inlined paths (row.c), chosen once per column by mc_tds_pick_decoder: the
+ * common types decode without a call through c->decode. MC_KIND_GENERIC calls it. */
+typedef enum mc_tds_kind {
+  MC_KIND_GENERIC = 0,
+  MC_KIND_INT1,     /* tinyint (1 byte, unsigned) -> int16 */
+  MC_KIND_COPY2,    /* 2 little-endian bytes -> a 2-byte slot (smallint) */
+  MC_KIND_COPY4,    /* 4 bytes -> a 4-byte slot (int, real) */
+  MC_KIND_COPY8,    /* 8 bytes -> an 8-byte slot (bigint, float) */
+  MC_KIND_DATETIME, /* datetime (8 bytes) -> timestamp[us] */
+  MC_KIND_GUID,     /* uniqueidentifier -> 36 characters */
+  MC_KIND_BINARY,   /* binary/varbinary(n) -> binary, copied */
+  MC_KIND_CP1252,   /* char/varchar(n) in code page 1252 -> utf8 */
+  MC_KIND_UTF16     /* nchar/nvarchar(n) -> utf8 */
+} mc_tds_kind;
+
 /* Text encodings of character data. */
 enum { MC_CP_UTF16 = 1200, MC_CP_UTF8 = 65001, MC_CP_1252 = 1252 };
 
@@ -167,6 +189,8 @@ typedef struct mc_tds_column {
   int32_t arrow_precision; /* decimal128 */
   int32_t arrow_scale;     /* decimal128 */
   mc_tds_decode_fn decode; /* chosen by mc_tds_pick_decoder */
+  uint8_t kind;            /* mc_tds_kind, chosen by mc_tds_pick_decoder */
+  size_t data_hint;        /* utf8/binary bytes the last full batch held (reserved up front) */
   void *iconv;             /* iconv_t for other code pages (types_codepage.c), or NULL */
   char *name;              /* UTF-8, owned */
   size_t name_len;
@@ -175,6 +199,7 @@ typedef struct mc_tds_column {
 /* One value located by mc_tds_value_measure. */
 typedef struct mc_tds_cell {
   const uint8_t *data; /* contiguous value bytes, or the first PLP chunk header */
+  size_t off;          /* in a row: data's offset from the row token (buffers may move) */
   size_t len;          /* value bytes (PLP: sum of chunk lengths) */
   uint8_t is_null;
   uint8_t is_plp;
@@ -317,6 +342,19 @@ struct mc_tds_decoder {
   int64_t ncols;
   mc_tds_cell *cells; /* ncols cells, the row being decoded */
   mc_arrow_batch batch;
+  mc_arrow_pool *pool; /* buffers of released batches, for the next ones (owned) */
+  bool one_pass;       /* every column's values carry their length up front (row.c) */
+  int64_t row_cap;     /* rows every fixed-size buffer of the batch has room for */
+  int64_t last_batch_rows;
+  /* Where measuring a row that did not fit in the buffered bytes stopped (row.c), as offsets
+   * from the row token at `start`: the next column to measure and where its value begins,
+   * and inside a PLP value the next chunk header and the bytes counted so far. A new feed
+   * resumes there instead of measuring the row again from its first column. */
+  int64_t row_col; /* with row_off: 0 and 0 when no row is in progress */
+  size_t row_off;
+  size_t plp_off; /* 0: not inside a PLP value */
+  uint64_t plp_sum;
+  uint64_t plp_total;
   size_t batch_wire_bytes;
   int batch_ready;
 
@@ -334,7 +372,7 @@ struct mc_tds_decoder {
  * byte at r->p; on MC_OK *used is its size. MC_NEEDMORE if the buffered bytes end inside it
  * (with *want, when known, the bytes needed from the token start). */
 mc_status mc_tds_colmetadata_parse(mc_tds_decoder *d, mc_rd *r, size_t *used, mc_error *err);
-mc_status mc_tds_row_decode(mc_tds_decoder *d, mc_rd *r, size_t *used, mc_error *err);
+mc_status mc_tds_row_decode(mc_tds_decoder *d, mc_rd *r, size_t *used, size_t *want, mc_error *err);
 mc_status mc_tds_returnvalue_skip(mc_rd *r, mc_error *err);
 
 /* Frees the current result set (columns, cells, batch). */

@@ -278,15 +278,28 @@ mc_status mc_tds_decoder_next(mc_tds_decoder *d, mc_tds_event *event, mc_error *
 
     switch (token) {
       case MC_TDS_TOKEN_ROW:
-      case MC_TDS_TOKEN_NBCROW:
-        st = mc_tds_row_decode(d, &r, &used, &e);
-        if (st == MC_OK) {
-          d->batch_wire_bytes += used;
+      case MC_TDS_TOKEN_NBCROW: /* as many rows as are buffered and fit in the batch */
+        for (;;) {
+          size_t one = 0;
+          st = mc_tds_row_decode(d, &r, &one, &want, &e);
+          if (st != MC_OK) break;
+          used += one;
+          r.p += one;
+          d->batch_wire_bytes += one;
           if (batch_full(d)) {
             d->batch_ready = 1;
             ev = MC_TDS_EVENT_BATCH;
+            break;
           }
+          if (r.p == r.end || (*r.p != MC_TDS_TOKEN_ROW && *r.p != MC_TDS_TOKEN_NBCROW)) break;
         }
+        if (used > 0 && st == MC_NEEDMORE) { /* keep the rows; wait for the rest of the next */
+          d->start += used;
+          d->want = want;
+          return MC_NEEDMORE;
+        }
+        if (used > 0 && st == MC_OK) break;
+        if (used > 0) d->start += used; /* the rows before a bad one stay appended */
         break;
       case MC_TDS_TOKEN_COLMETADATA:
         d->text.size = 0;

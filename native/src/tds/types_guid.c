@@ -6,16 +6,35 @@
  */
 #include "tds/tds_int.h"
 
+/* The 8 upper-case hex digits of 4 bytes, b0's first, as the 8 bytes of a little-endian
+ * uint64 (SWAR: one nibble per byte lane, then '0'-'9' / 'A'-'F' by lane arithmetic). */
+static inline uint64_t hex8(uint8_t b0, uint8_t b1, uint8_t b2, uint8_t b3) {
+  uint64_t u = (uint64_t)b0 | (uint64_t)b1 << 16 | (uint64_t)b2 << 32 | (uint64_t)b3 << 48;
+  uint64_t nib = ((u >> 4) & 0x000F000F000F000Full) | ((u & 0x000F000F000F000Full) << 8);
+  uint64_t letter = ((nib + 0x0606060606060606ull) >> 4) & 0x0101010101010101ull; /* >= 10 */
+  return nib + 0x3030303030303030ull + letter * 7;
+}
+
+/* Writes the first n (<= 8) characters of hex8's result. */
+static inline void put_hex(char *dst, uint64_t v, int n) {
+  for (int k = 0; k < n; k++) dst[k] = (char)(v >> (8 * k));
+}
+
 void mc_tds_format_guid(const uint8_t *p, char *dst) {
-  static const char hex[] = "0123456789ABCDEF";
-  static const uint8_t order[16] = {3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15};
-  size_t o = 0;
-  for (int i = 0; i < 16; i++) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) dst[o++] = '-';
-    uint8_t b = p[order[i]];
-    dst[o++] = hex[b >> 4];
-    dst[o++] = hex[b & 15];
-  }
+  uint64_t a = hex8(p[3], p[2], p[1], p[0]);
+  uint64_t b = hex8(p[5], p[4], p[7], p[6]);
+  uint64_t c = hex8(p[8], p[9], p[10], p[11]);
+  uint64_t e = hex8(p[12], p[13], p[14], p[15]);
+  put_hex(dst, a, 8);
+  dst[8] = '-';
+  put_hex(dst + 9, b, 4);
+  dst[13] = '-';
+  put_hex(dst + 14, b >> 32, 4);
+  dst[18] = '-';
+  put_hex(dst + 19, c, 4);
+  dst[23] = '-';
+  put_hex(dst + 24, c >> 32, 4);
+  put_hex(dst + 28, e, 8);
 }
 
 mc_status mc_tds_decode_guid(const mc_tds_column *c, mc_arrow_column *out, const uint8_t *p,

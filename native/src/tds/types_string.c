@@ -53,6 +53,18 @@ size_t mc_tds_utf16_to_utf8(const uint8_t *src, size_t n, uint8_t *dst) {
   size_t o = 0;
   size_t i = 0;
   while (i < units) {
+    if (i + 4 <= units) { /* four ASCII code units at a time */
+      uint64_t x = mc_load_u64(src + 2 * i);
+      if ((x & 0xFF80FF80FF80FF80ull) == 0) {
+        dst[o] = (uint8_t)x;
+        dst[o + 1] = (uint8_t)(x >> 16);
+        dst[o + 2] = (uint8_t)(x >> 32);
+        dst[o + 3] = (uint8_t)(x >> 48);
+        o += 4;
+        i += 4;
+        continue;
+      }
+    }
     uint32_t u = mc_load_u16(src + 2 * i);
     if (u < 0x80) { /* ASCII run */
       dst[o++] = (uint8_t)u;
@@ -81,7 +93,15 @@ size_t mc_tds_utf16_to_utf8(const uint8_t *src, size_t n, uint8_t *dst) {
 
 size_t mc_tds_cp1252_to_utf8(const uint8_t *src, size_t n, uint8_t *dst) {
   size_t o = 0;
-  for (size_t i = 0; i < n; i++) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) { /* eight ASCII bytes at a time */
+    uint64_t x;
+    memcpy(&x, src + i, 8);
+    if (x & 0x8080808080808080ull) break;
+    memcpy(dst + o, &x, 8);
+    o += 8;
+  }
+  for (; i < n; i++) {
     uint8_t b = src[i];
     if (b < 0x80) {
       dst[o++] = b;
