@@ -32,6 +32,7 @@ __all__ = [
     "CapturedColumn",
     "CdcClient",
     "Commit",
+    "DdlChange",
     "permission_error",
 ]
 
@@ -73,6 +74,19 @@ class CapturedColumn:
     precision: int | None
     scale: int | None
     datetime_precision: int | None
+
+
+@dataclass(frozen=True)
+class DdlChange:
+    """A row of ``sys.sp_cdc_get_ddl_history``: a DDL statement on the tracked table."""
+
+    lsn: Lsn
+    #: server-local time of the DDL (``ddl_time``)
+    local_time: dt.datetime | None
+    command: str
+    #: a captured column's type changed, so the change table was altered
+    required_column_update: bool
+    capture_instance: str
 
 
 def _user_of(options: ReaderOptions) -> str:
@@ -304,6 +318,24 @@ class CdcClient:
             )
             for r in rows
         ]
+
+    def ddl_history(self, capture_instance: str) -> list[DdlChange]:
+        """``sys.sp_cdc_get_ddl_history``: the instance's DDL since it was enabled, in LSN
+        order (the same SELECT permission as its change data)."""
+        rows = self.table(
+            "EXEC sys.sp_cdc_get_ddl_history @capture_instance = @P1", [capture_instance]
+        ).to_pylist()
+        out = [
+            DdlChange(
+                lsn=_lsn(r["ddl_lsn"]) or Lsn(bytes(10)),
+                local_time=r.get("ddl_time"),
+                command=str(r["ddl_command"] or ""),
+                required_column_update=bool(r.get("required_column_update")),
+                capture_instance=capture_instance,
+            )
+            for r in rows
+        ]
+        return sorted(out, key=lambda d: bytes(d.lsn))
 
     def computed_columns(self, capture_instance: str) -> set[str]:
         """Names of computed captured columns (``cdc.captured_columns.is_computed``)."""
