@@ -32,9 +32,7 @@ def read_all(r, start, end):
     return [row for p in r.partitions(start, end) for b in r.read(p) for row in b.to_pylist()]
 
 
-def test_an_added_column_goes_on_with_a_warning_and_a_schema_change_event(
-    source, tmp_path, caplog
-):
+def test_an_added_column_goes_on_with_a_warning_and_a_schema_change_event(source, tmp_path, caplog):
     metrics = tmp_path / "m"
     r = reader(source, metricsPath=str(metrics))
     start = r.initialOffset()
@@ -137,9 +135,7 @@ def test_a_newer_instance_the_schema_holds_is_switched_to_in_place(source, tmp_p
     ]
     [event] = events(metrics)
     assert event["kind"] == "capture_instance_switched"
-    assert event["detail"] == (
-        "dbo_orders -> dbo_orders_v2; no longer captured, read as NULL: qty"
-    )
+    assert event["detail"] == ("dbo_orders -> dbo_orders_v2; no longer captured, read as NULL: qty")
     r.stop()
 
 
