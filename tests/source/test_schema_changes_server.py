@@ -198,3 +198,30 @@ def test_a_disabled_custom_name_says_to_switch_the_option(source):
     with pytest.raises(ValueError, match="set the option captureInstance to 'dbo_orders'"):
         r.partitions(start, latest(r, start))
     r.stop()
+
+
+def test_a_snapshot_after_a_dropped_column_reads_it_as_null(source):
+    from mssql_cdc.options import parse_options
+    from mssql_cdc.source.catalog import infer_schema
+    from mssql_cdc.source.client import CdcClient
+    from mssql_cdc.source.compat import arrow_schema
+    from mssql_cdc.source.datasource import to_struct
+    from mssql_cdc.source.snapshot import plan_snapshot, read_snapshot
+
+    source.sql("INSERT INTO dbo.orders VALUES (1, N'a', 1)")
+    source.sql("ALTER TABLE dbo.orders DROP COLUMN name")
+    source.sql("INSERT INTO dbo.orders (id, qty) VALUES (2, 2)")
+    source.scan()
+    opts = parse_options(source.options())
+    client = CdcClient(opts)
+    columns = infer_schema(client)  # the instance still captures name
+    client.close()
+    assert "name" in [c.name for c in columns]
+    schema = arrow_schema(to_struct(columns))
+    rows = [
+        row
+        for part in plan_snapshot(opts, columns, 1)
+        for b in read_snapshot(opts, schema, part)
+        for row in b.to_pylist()
+    ]
+    assert [(r["id"], r["name"], r["qty"]) for r in rows] == [(1, None, 1), (2, None, 2)]

@@ -25,7 +25,7 @@ from mssql_cdc._native import Lsn
 from mssql_cdc.errors import SqlServerError
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.clock import ServerClock, resolve_clock
-from mssql_cdc.source.sql import change_function, change_table, quote_name
+from mssql_cdc.source.sql import change_function, change_table, quote_name, table_name
 
 __all__ = [
     "CaptureInstance",
@@ -336,6 +336,12 @@ class CdcClient:
             for r in rows
         ]
         return sorted(out, key=lambda d: bytes(d.lsn))
+
+    def table_columns(self, schema: str, table: str) -> set[str]:
+        """Lower-case names of the source table's columns now (``SELECT TOP (0) *``): a
+        captured column dropped from the table is still in its capture instance."""
+        empty = self.table(f"SELECT TOP (0) * FROM {table_name(schema, table)}")
+        return {name.lower() for name in empty.column_names}
 
     def computed_columns(self, capture_instance: str) -> set[str]:
         """Names of computed captured columns (``cdc.captured_columns.is_computed``)."""
