@@ -165,7 +165,9 @@ class ReaderOptions:
         "captureInstance",
         CAPTURE_INSTANCE,
         read_by="both",
-        doc="the capture instance; its table's newer instance is followed from its `start_lsn`",
+        doc="the capture instance; its table's newer instance is followed from its `start_lsn`, "
+        "and the table's default name (`<schema>_<table>`) still finds the newest instance once "
+        "the old one is disabled ([Schema changes](schema-changes.md))",
     )
     user: str | None = _option(
         "user",
