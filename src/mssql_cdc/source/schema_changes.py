@@ -326,14 +326,12 @@ def _switched(  # noqa: PLR0917 (one call site)
     if found.left_out:
         left_out = f"; the columns option leaves out {', '.join(found.left_out)}"
     log.warning(
-        "the stream switches from capture instance %r to %r at %s (older LSNs from %r, %s on "
-        "from %r)%s%s",
+        "the stream switches from capture instance %r to %r at %s (LSNs below it are read from "
+        "%r)%s%s",
         old,
         new,
         start,
         old,
-        start,
-        new,
         f"; column(s) {', '.join(found.not_captured)} no longer captured, read as NULL"
         if found.not_captured
         else "",
