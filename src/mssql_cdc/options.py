@@ -165,7 +165,9 @@ class ReaderOptions:
         "captureInstance",
         CAPTURE_INSTANCE,
         read_by="both",
-        doc="the capture instance; its table's newer instance is followed from its `start_lsn`",
+        doc="the capture instance; its table's newer instance is followed from its `start_lsn`, "
+        "and the table's default name (`<schema>_<table>`) still finds the newest instance once "
+        "the old one is disabled ([Schema changes](schema-changes.md))",
     )
     user: str | None = _option(
         "user",
@@ -283,11 +285,10 @@ class ReaderOptions:
         default="classify",
         default_doc="`classify`",
         read_by="stream",
-        doc="**no effect yet**: accepted for compatibility (a WARNING when given); will decide "
-        "what DDL inside a batch does: `classify` fails only on a column type the query's "
-        "type cannot hold, `fail` on any DDL",
-        inert="DDL inside a batch is not detected yet, so neither `classify` nor `fail` "
-        "changes what a batch does",
+        doc="what DDL inside a batch does: `classify` fails the batch before it reads only on a "
+        "captured column whose new type the query's type cannot hold (restart to re-infer), "
+        "other DDL goes on with a WARNING and a `schema_change` event; `fail` fails on any DDL "
+        "([Schema changes](schema-changes.md))",
     )
     metrics_path: str | None = _option(
         "metricsPath",

@@ -281,3 +281,45 @@ def test_alter_table_writes_ddl_history_and_keeps_captured_columns(emulator, cur
     assert "DROP COLUMN" in rows[1][4].upper()
     assert rows[0][5] < rows[1][5] < rows[2][5]
     assert one(cur, "SELECT count(*) FROM cdc.ddl_history") == 3
+
+
+def test_a_second_instance_has_its_own_column_list_start_and_ddl_history(emulator, cur):
+    """sys.sp_cdc_enable_table with @captured_column_list; sys.sp_cdc_get_ddl_history returns
+    the DDL since that instance was enabled; sys.sp_cdc_disable_table drops one instance."""
+    cur.execute("INSERT INTO dbo.t VALUES (1, N'a', 1)")
+    cur.execute("ALTER TABLE dbo.t ADD c int NULL")
+    cur.execute(
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N't', "
+        "@role_name = NULL, @capture_instance = N'dbo_t_v2', @captured_column_list = N'id, a, c'"
+    )
+    cur.execute("INSERT INTO dbo.t (id, a, b, c) VALUES (2, N'b', 2, 20)")
+    cur.execute("ALTER TABLE dbo.t ALTER COLUMN a nvarchar(40) NULL")
+    emulator.scan()
+    cur.execute("EXEC sys.sp_cdc_get_captured_columns @capture_instance = N'dbo_t_v2'")
+    assert [r[3] for r in cur.fetchall()] == ["id", "a", "c"]
+    cur.execute("EXEC sys.sp_cdc_get_captured_columns @capture_instance = N'dbo_t'")
+    assert [r[3] for r in cur.fetchall()] == ["id", "a", "b"]
+    start_v2 = one(cur, "SELECT sys.fn_cdc_get_min_lsn('dbo_t_v2')")
+    assert start_v2 > one(cur, "SELECT sys.fn_cdc_get_min_lsn('dbo_t')")
+    cur.execute(
+        "SELECT id, a, c FROM cdc.fn_cdc_get_all_changes_dbo_t_v2(sys.fn_cdc_get_min_lsn("
+        "'dbo_t_v2'), sys.fn_cdc_get_max_lsn(), N'all')"
+    )
+    assert cur.fetchall() == [(2, "b", 20)]
+    assert all_ids(cur) == [1, 2]  # the old instance keeps capturing until disabled
+    cur.execute("EXEC sys.sp_cdc_get_ddl_history @capture_instance = N'dbo_t'")
+    old = [(r[4].upper(), r[5]) for r in cur.fetchall()]
+    cur.execute("EXEC sys.sp_cdc_get_ddl_history @capture_instance = N'dbo_t_v2'")
+    new = [(r[4].upper(), r[5]) for r in cur.fetchall()]
+    assert len(old) == 2
+    assert "ADD" in old[0][0]
+    assert old[0][1] < start_v2 < old[1][1]
+    assert new == [old[1]]  # the same statement, at the same LSN, in both instances
+    cur.execute(
+        "EXEC sys.sp_cdc_disable_table @source_schema = N'dbo', @source_name = N't', "
+        "@capture_instance = N'dbo_t'"
+    )
+    cur.execute("EXEC sys.sp_cdc_help_change_data_capture")
+    assert [r[2] for r in cur.fetchall()] == ["dbo_t_v2"]
+    cur.execute("EXEC sys.sp_cdc_get_ddl_history @capture_instance = N'dbo_t_v2'")
+    assert len(cur.fetchall()) == 1

@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from mssql_cdc.errors import SchemaChangedError
 from mssql_cdc.sink.app_ids import BOOTSTRAP_VERSION, events_app_id
 from mssql_cdc.sink.schemas import BRONZE
 from mssql_cdc.sink.tables import TableRef, ensure_table, table_ref, txn_version
@@ -27,6 +28,7 @@ __all__ = [
     "clashing_columns",
     "find_snapshot",
     "snapshot_rows",
+    "type_clash_error",
     "with_sink_columns",
     "write_snapshot",
 ]
@@ -72,7 +74,28 @@ def append_bronze(
         seen: see ``tables.ensure_table``.
     """
     ensure_table(spark, target, BRONZE, out.schema, seen=seen)
-    target.append(out, txn[0], txn[1], metadata, merge_schema=True)
+    try:
+        target.append(out, txn[0], txn[1], metadata, merge_schema=True)
+    except Exception as exc:
+        if not any(mark in str(exc) for mark in _TYPE_CLASH):
+            raise
+        raise type_clash_error(target.text, str(exc)) from exc
+
+
+#: what Delta's schema merge says when a column's type changed (error classes and text)
+_TYPE_CLASH = ("DELTA_FAILED_TO_MERGE_FIELDS", "Failed to merge incompatible data types")
+
+
+def type_clash_error(target: str, cause: str) -> SchemaChangedError:
+    """The error of an append whose column types bronze cannot take (docs/schema-changes.md)."""
+    first = next((line.strip() for line in cause.splitlines() if line.strip()), "")
+    return SchemaChangedError(
+        f"bronze {target}: a captured column's type changed and the table cannot take the new "
+        f"one ({first[:300]}). For a widening (e.g. INT to BIGINT) run ALTER TABLE <bronze> SET "
+        "TBLPROPERTIES ('delta.enableTypeWidening' = 'true') and restart the query; for "
+        "another change write the stream to a new bronze table (or rewrite the column) and "
+        "restart"
+    )
 
 
 def write_snapshot(

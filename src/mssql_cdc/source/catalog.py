@@ -17,13 +17,34 @@ from mssql_cdc.source.schema import Column, declared_columns, output_columns, un
 __all__ = ["find_instance", "infer_schema", "schema_capture_instances"]
 
 
-def find_instance(client: CdcClient) -> tuple[CaptureInstance, list[CaptureInstance]]:
+def _siblings(instances: list[CaptureInstance], table: tuple[str, str]) -> list[CaptureInstance]:
+    return [i for i in instances if (i.source_schema, i.source_table) == table]
+
+
+def _default_named(wanted: str, instances: list[CaptureInstance]) -> list[CaptureInstance]:
+    """The instances of the table whose default capture instance name (``<schema>_<table>``,
+    ``sys.sp_cdc_enable_table``) is ``wanted``, ignoring case; empty if none."""
+    for i in instances:
+        if f"{i.source_schema}_{i.source_table}".lower() == wanted.lower():
+            return _siblings(instances, (i.source_schema, i.source_table))
+    return []
+
+
+def find_instance(
+    client: CdcClient, table: tuple[str, str] | None = None
+) -> tuple[CaptureInstance, list[CaptureInstance]]:
     """The configured capture instance and all of its table's instances (oldest first).
+
+    A ``captureInstance`` with the table's default name (``<schema>_<table>``) that is no longer
+    enabled follows the table's newest instance (the DBA's switch to a new column list);
+    ``table`` is the ``(schema, table)`` the name was found for earlier in the query, so a
+    custom name that was disabled gets an error naming the option's new value.
 
     Raises
     ------
     ValueError
-        No readable instance has that name, or two differ only by case.
+        No readable instance has that name, or two differ only by case; or a custom name
+        that was disabled while its table has other instances.
     PermissionError
         The instance exists but the login cannot read its change data.
     """
@@ -39,6 +60,17 @@ def find_instance(client: CdcClient) -> tuple[CaptureInstance, list[CaptureInsta
         )
     chosen = exact[0] if exact else (folded[0] if folded else None)
     if chosen is None:
+        followed = _default_named(wanted, instances)
+        if followed:
+            return followed[-1], followed
+        others = _siblings(instances, table) if table is not None else []
+        if table is not None and others:
+            raise ValueError(
+                f"Capture instance {wanted!r} was disabled; table {table[0]}.{table[1]} is now "
+                f"captured by {', '.join(repr(i.name) for i in others)}: set the option "
+                f"captureInstance to {others[-1].name!r} and restart (the checkpoint goes on "
+                "where it stopped)"
+            )
         denied = client.change_access_denied(wanted)
         if denied is not None:
             raise permission_error(client.options, wanted, denied)
@@ -47,12 +79,7 @@ def find_instance(client: CdcClient) -> tuple[CaptureInstance, list[CaptureInsta
             "columns (or membership in its gating role); check "
             "EXEC sys.sp_cdc_help_change_data_capture"
         )
-    siblings = [
-        i
-        for i in instances
-        if (i.source_schema, i.source_table) == (chosen.source_schema, chosen.source_table)
-    ]
-    return chosen, siblings
+    return chosen, _siblings(instances, (chosen.source_schema, chosen.source_table))
 
 
 def infer_schema(client: CdcClient) -> list[Column]:

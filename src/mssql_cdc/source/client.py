@@ -25,13 +25,14 @@ from mssql_cdc._native import Lsn
 from mssql_cdc.errors import SqlServerError
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.clock import ServerClock, resolve_clock
-from mssql_cdc.source.sql import change_function, change_table, quote_name
+from mssql_cdc.source.sql import change_function, change_table, quote_name, table_name
 
 __all__ = [
     "CaptureInstance",
     "CapturedColumn",
     "CdcClient",
     "Commit",
+    "DdlChange",
     "permission_error",
     "user_of",
 ]
@@ -76,6 +77,19 @@ class CapturedColumn:
     precision: int | None
     scale: int | None
     datetime_precision: int | None
+
+
+@dataclass(frozen=True)
+class DdlChange:
+    """A row of ``sys.sp_cdc_get_ddl_history``: a DDL statement on the tracked table."""
+
+    lsn: Lsn
+    #: server-local time of the DDL (``ddl_time``)
+    local_time: dt.datetime | None
+    command: str
+    #: a captured column's type changed, so the change table was altered
+    required_column_update: bool
+    capture_instance: str
 
 
 def user_of(options: ReaderOptions) -> str:
@@ -309,6 +323,30 @@ class CdcClient:
             )
             for r in rows
         ]
+
+    def ddl_history(self, capture_instance: str) -> list[DdlChange]:
+        """``sys.sp_cdc_get_ddl_history``: the instance's DDL since it was enabled, in LSN
+        order (the same SELECT permission as its change data)."""
+        rows = self.table(
+            "EXEC sys.sp_cdc_get_ddl_history @capture_instance = @P1", [capture_instance]
+        ).to_pylist()
+        out = [
+            DdlChange(
+                lsn=_lsn(r["ddl_lsn"]) or Lsn(bytes(10)),
+                local_time=r.get("ddl_time"),
+                command=str(r["ddl_command"] or ""),
+                required_column_update=bool(r.get("required_column_update")),
+                capture_instance=capture_instance,
+            )
+            for r in rows
+        ]
+        return sorted(out, key=lambda d: bytes(d.lsn))
+
+    def table_columns(self, schema: str, table: str) -> set[str]:
+        """Lower-case names of the source table's columns now (``SELECT TOP (0) *``): a
+        captured column dropped from the table is still in its capture instance."""
+        empty = self.table(f"SELECT TOP (0) * FROM {table_name(schema, table)}")
+        return {name.lower() for name in empty.column_names}
 
     def computed_columns(self, capture_instance: str) -> set[str]:
         """Names of computed captured columns (``cdc.captured_columns.is_computed``)."""

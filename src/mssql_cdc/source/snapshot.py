@@ -212,11 +212,15 @@ def _plan(client: CdcClient, columns: list[Column], default_partitions: int) -> 
         stamp = snapshot_lsn(client.max_commit(), siblings)
     commit_ts = format_utc(client.commit_time(stamp))
     captured = {c.name.lower(): c for c in client.captured_columns(newest.name)}
+    table = (newest.source_schema, newest.source_table)
+    # a captured column dropped from the table reads NULL (docs/schema-changes.md)
+    present = client.table_columns(*table)
     wanted = tuple(
-        (c.name, captured[c.name.lower()].data_type) for c in columns if c.name.lower() in captured
+        (c.name, captured[c.name.lower()].data_type)
+        for c in columns
+        if c.name.lower() in captured and c.name.lower() in present
     )
     key, why = _key(options.snapshot_keys or newest.index_columns, captured)
-    table = (newest.source_schema, newest.source_table)
     chunks: list[tuple[int | None, Range]] = []
     if options.snapshot_chunks is not None:
         chunks = list(_chunk_ranges(options, key, why))

@@ -15,7 +15,7 @@ from typing import TypeVar
 from mssql_cdc._native import Lsn
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.catalog import find_instance
-from mssql_cdc.source.client import CdcClient, Commit
+from mssql_cdc.source.client import CapturedColumn, CaptureInstance, CdcClient, Commit
 from mssql_cdc.source.clock import ServerClock
 from mssql_cdc.source.offsets import format_utc, make_offset, offset_lsn, offset_time, parse_utc
 from mssql_cdc.source.partitions import ChangeRange
@@ -29,6 +29,7 @@ from mssql_cdc.source.positions import earliest_position, latest_position
 from mssql_cdc.source.retention import first_held
 from mssql_cdc.source.retry import DELAYS, with_retry
 from mssql_cdc.source.schema import Column
+from mssql_cdc.source.schema_changes import review_batch
 
 __all__ = ["StreamPlanner"]
 
@@ -61,7 +62,9 @@ class StreamPlanner:
         self.min_rows = min_rows_per_partition
         self.retry_delays = retry_delays
         self._clock: ServerClock | None = None
-        self._types: dict[str, dict[str, str]] = {}
+        self._captured: dict[str, list[CapturedColumn]] = {}
+        #: ``(schema, table)`` of the capture instance, once found (a disabled custom name)
+        self._table: tuple[str, str] | None = None
         self.seen = _Batch()
         self.target: Commit | None = None
 
@@ -101,7 +104,7 @@ class StreamPlanner:
                 commit = self.client.commit_at_or_before(start)
                 ts = self._offset(commit)["commit_ts"] if commit and commit.lsn == start else ""
                 return make_offset(start, ts)
-            _, siblings = find_instance(self.client)
+            siblings = self._instances()
             if start == "earliest":
                 return make_offset(earliest_position(siblings), "")
             newest = self.client.max_commit()
@@ -149,12 +152,16 @@ class StreamPlanner:
 
     # --- planning ---
 
+    def _instances(self) -> list[CaptureInstance]:
+        """The table's capture instances, oldest first (one catalog query)."""
+        chosen, siblings = find_instance(self.client, self._table)
+        self._table = (chosen.source_schema, chosen.source_table)
+        return siblings
+
     def _column_types(self, instance: str) -> dict[str, str]:
-        if instance not in self._types:
-            self._types[instance] = {
-                c.name.lower(): c.data_type for c in self.client.captured_columns(instance)
-            }
-        return self._types[instance]
+        if instance not in self._captured:
+            self._captured[instance] = self.client.captured_columns(instance)
+        return {c.name.lower(): c.data_type for c in self._captured[instance]}
 
     def plan(self, start: dict[str, str], end: dict[str, str]) -> list[ChangeRange]:
         """The partitions of the batch ``start < lsn <= end``: retention checked first."""
@@ -167,7 +174,7 @@ class StreamPlanner:
         self, start: dict[str, str], end: dict[str, str], low: Lsn, high: Lsn
     ) -> list[ChangeRange]:
         clock = self.clock(refresh=True)
-        _, siblings = find_instance(self.client)
+        siblings = self._instances()
         low = first_held(
             self.client,
             clock,
@@ -187,6 +194,16 @@ class StreamPlanner:
         if not ranges:
             ranges = [(siblings[-1].name, low, high)]
         captured = [c for c in self.columns if c.name not in _METADATA]
+        review_batch(
+            self.client,
+            clock,
+            captured,
+            siblings,
+            [name for name, _, _ in ranges],
+            low,
+            high,
+            self._captured,
+        )
         out = []
         for index, (name, lo, hi) in enumerate(ranges):
             types = self._column_types(name)
