@@ -18,10 +18,13 @@ PUBLIC = {
     "SchemaChangedError",
     "SourceOptions",
     "__version__",
+    "await_all",
     "check",
     "is_data_loss",
     "is_schema_changed",
     "register",
+    "start_many",
+    "stop_all",
     "stream",
 }
 
