@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import io
 
-from mssql_cdc.cli.demo import _progress, _warm_up
+import pytest
+
+from mssql_cdc.cli.demo import _printing_progress, _progress, _warm_up
 
 
 class FakeQuery:
-    def __init__(self, progress):
+    def __init__(self, progress, active=False):
         self.recentProgress = progress
+        self.status = {"isTriggerActive": active, "message": "Processing new data"}
         self.waited = 0
 
     def processAllAvailable(self):  # noqa: N802 (Spark's name)
@@ -37,9 +40,25 @@ def test_progress_counts_rows_and_batches_landed_since_the_workload_started():
             {"batchId": 2, "numInputRows": 30},
         ]
     )
-    product = FakeQuery([{"batchId": 0, "numInputRows": 0}])
+    product = FakeQuery([{"batchId": 0, "numInputRows": 0}], active=True)
     line = _progress(
         {"Sales.Customer": customer, "Production.Product": product},
         {"Sales.Customer": 1, "Production.Product": 1},
     )
-    assert line == "Sales.Customer 42 rows in 2 batches | Production.Product 0 rows in 0 batches"
+    assert line == (
+        "Sales.Customer 42 rows in 2 batches | Production.Product 0 rows in 0 batches (+1 running)"
+    )
+
+
+def test_progress_is_printed_while_the_work_runs_and_its_error_comes_back():
+    query = FakeQuery([{"batchId": 0, "numInputRows": 3}])
+    out = io.StringIO()
+    got = _printing_progress(lambda: 7, {"t": query}, {"t": 0}, out, "test")
+    assert got == 7
+    assert out.getvalue().endswith("] t 3 rows in 1 batches\n")
+
+    def fail():
+        raise RuntimeError("workload failed")
+
+    with pytest.raises(RuntimeError, match="workload failed"):
+        _printing_progress(fail, {"t": query}, {"t": 0}, io.StringIO(), "test")

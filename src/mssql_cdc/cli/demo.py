@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from mssql_cdc.cli.status import read_status, recent_events, status_text
 from mssql_cdc.cli.verify import bronze_history, compare, source_history
@@ -107,8 +107,43 @@ def _progress(queries: dict[str, StreamingQuery], baseline: dict[str, int]) -> s
         progress = [p for p in query.recentProgress if int(p["batchId"]) >= baseline[table]]
         rows = sum(int(p["numInputRows"]) for p in progress)
         batches = len({p["batchId"] for p in progress})
-        parts.append(f"{table} {rows:,} rows in {batches} batches")
+        running = " (+1 running)" if query.status.get("isTriggerActive") else ""
+        parts.append(f"{table} {rows:,} rows in {batches} batches{running}")
     return " | ".join(parts)
+
+
+def _printing_progress(
+    work: Callable[[], object],
+    queries: dict[str, StreamingQuery],
+    baseline: dict[str, int],
+    out: TextIO,
+    name: str,
+) -> object:
+    """Runs ``work`` in a thread and prints the progress every 2 seconds until it ends;
+    returns its result or raises its error."""
+    result: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            result["value"] = work()
+        except BaseException as exc:  # reported below, in the caller's thread
+            result["error"] = exc
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    started = time.monotonic()
+    thread.start()
+    while True:  # a line every 2 s, and one when the work ended
+        thread.join(timeout=2.0)
+        print(
+            f"[{time.monotonic() - started:5.1f}s] {_progress(queries, baseline)}",
+            file=out,
+            flush=True,
+        )
+        if not thread.is_alive():
+            break
+    if "error" in result:
+        raise result["error"]
+    return result.get("value")
 
 
 def _warm_up(queries: dict[str, StreamingQuery], out: TextIO, started: float) -> dict[str, int]:
@@ -142,29 +177,13 @@ def _run_workload(
             large_rows=(100, 600),
         )
     )
-    result: dict[str, Any] = {}
 
-    def run() -> None:
-        try:
-            with LocalSession(emu) as session:
-                result["record"] = workload.run(session)
-        except BaseException as exc:  # reported below, in the caller's thread
-            result["error"] = exc
+    def run() -> WorkloadRecord:
+        with LocalSession(emu) as session:
+            return workload.run(session)
 
-    thread = threading.Thread(target=run, name="mssql-cdc-demo-workload", daemon=True)
-    started = time.monotonic()
-    thread.start()
-    while thread.is_alive():
-        thread.join(timeout=2.0)
-        print(
-            f"[{time.monotonic() - started:5.1f}s] {_progress(queries, baseline)}",
-            file=out,
-            flush=True,
-        )
-    if "error" in result:
-        raise result["error"]
-    record: WorkloadRecord = result["record"]
-    return record
+    record = _printing_progress(run, queries, baseline, out, "mssql-cdc-demo-workload")
+    return cast("WorkloadRecord", record)
 
 
 def _checks(
@@ -239,8 +258,12 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
                 file=out,
                 flush=True,
             )
-            for query in queries.values():
-                query.processAllAvailable()
+
+            def catch_up() -> None:
+                for query in queries.values():
+                    query.processAllAvailable()
+
+            _printing_progress(catch_up, queries, baseline, out, "mssql-cdc-demo-catch-up")
         finally:
             for query in queries.values():
                 query.stop()
