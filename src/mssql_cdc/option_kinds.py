@@ -36,6 +36,7 @@ __all__ = [
     "Kind",
     "RefusedError",
     "StartingLsn",
+    "between",
     "choice",
     "count",
     "count_or_auto",
@@ -138,6 +139,15 @@ def non_negative(maximum: int = INT32_MAX) -> Kind[int]:
         f"an integer from 0 to {maximum}",
         _ranged(0, maximum),
         bad=("-1", str(maximum + 1), str(2**40), *_NOT_NUMBERS),
+    )
+
+
+def between(lowest: int, maximum: int) -> Kind[int]:
+    """An integer from ``lowest`` to ``maximum`` (ASCII digits)."""
+    return Kind(
+        f"an integer from {lowest} to {maximum}",
+        _ranged(lowest, maximum),
+        bad=(str(lowest - 1), "-1", str(maximum + 1), *_NOT_NUMBERS),
     )
 
 

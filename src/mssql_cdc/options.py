@@ -39,6 +39,7 @@ from mssql_cdc.option_kinds import (
     Kind,
     RefusedError,
     StartingLsn,
+    between,
     choice,
     count,
     count_or_auto,
@@ -65,6 +66,10 @@ SchemaChangePolicy = Literal["classify", "fail"]
 
 #: at most how many ranges one batch is split into (each is a task and a SQL Server connection)
 MAX_NUM_PARTITIONS = 4096
+#: the default and the bounds of ``maxRowBytes`` (ADR 0125)
+DEFAULT_MAX_ROW_BYTES = 256 << 20
+_MIN_ROW_BYTES = 1 << 20
+_MAX_ROW_BYTES = 2**31 - 1
 _KEY = "mssql_cdc.option"
 _POLICY: Kind[SchemaChangePolicy] = choice("classify", "fail")
 _ISOLATION: Kind[Isolation] = choice("readCommitted", "snapshot")
@@ -200,6 +205,25 @@ class ReaderOptions:
         default_doc="`30`",
         read_by="both",
         doc="login timeout, seconds",
+    )
+    query_timeout: int | None = _option(
+        "queryTimeout",
+        count(),
+        default=None,
+        default_doc="none",
+        read_by="both",
+        doc="seconds: a deadline for each whole query, from sending it to its last byte (not an "
+        "idle timeout); when passed the query fails with `TimeoutError` and its connection closes",
+    )
+    max_row_bytes: int = _option(
+        "maxRowBytes",
+        between(_MIN_ROW_BYTES, _MAX_ROW_BYTES),
+        default=DEFAULT_MAX_ROW_BYTES,
+        default_doc="`268435456` (256 MiB)",
+        read_by="both",
+        doc="the most bytes of one row (so of one value) the reader holds in memory; a larger "
+        "row fails the query with `ProtocolError` naming this option, see "
+        "[reliability.md](reliability.md#hostile-input)",
     )
     lock_timeout_ms: int | None = _option(
         "lockTimeoutMs",
@@ -364,6 +388,8 @@ class SourceOptions(TypedDict, total=False):
     password: str
     accessToken: str
     connectTimeout: str
+    queryTimeout: str
+    maxRowBytes: str
     lockTimeoutMs: str
     sourceTimeZone: str
     columns: str

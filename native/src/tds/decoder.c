@@ -53,7 +53,9 @@ mc_status mc_tds_decoder_feed(mc_tds_decoder *d, const uint8_t *bytes, size_t n,
   if (n > d->opt.max_buffer || live > d->opt.max_buffer - n) {
     d->broken = MC_EPROTO;
     snprintf(d->broken_msg, sizeof d->broken_msg,
-             "a token or row needs more than %zu bytes buffered (max_buffer)", d->opt.max_buffer);
+             "a token or row (so one value) needs more than %zu bytes held in memory, the "
+             "limit max_buffer (the reader option maxRowBytes)",
+             d->opt.max_buffer);
     return mc_error_set(err, MC_EPROTO, "%s", d->broken_msg);
   }
   if (d->cap - d->end < n) {

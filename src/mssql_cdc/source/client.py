@@ -136,6 +136,8 @@ class CdcClient:
                 password=o.password,
                 access_token=o.access_token,
                 login_timeout=float(o.connect_timeout) if o.connect_timeout else None,
+                query_timeout=float(o.query_timeout) if o.query_timeout else None,
+                max_buffer=o.max_row_bytes,
             )
             for statement in self.setup:
                 self._conn.execute(statement)
