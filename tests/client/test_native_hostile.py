@@ -5,6 +5,7 @@ server that trickles bytes cannot hold a query open past it."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -102,10 +103,8 @@ class TrickleProxy:
             pass
         finally:
             for s in (src, dst):
-                try:
+                with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
     def close(self) -> None:
         self.stop.set()
