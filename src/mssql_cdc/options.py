@@ -36,6 +36,7 @@ from mssql_cdc.option_kinds import (
     STARTING_LSN,
     TEXT,
     TIME_ZONE,
+    TOKEN_PROVIDER,
     Kind,
     RefusedError,
     StartingLsn,
@@ -196,7 +197,19 @@ class ReaderOptions:
         default_doc="none",
         read_by="both",
         secret=True,
-        doc="Microsoft Entra ID access token",
+        doc="Microsoft Entra ID access token (it expires: for a long stream use "
+        "`accessTokenProvider`)",
+    )
+    access_token_provider: str | None = _option(
+        "accessTokenProvider",
+        TOKEN_PROVIDER,
+        default=None,
+        default_doc="none",
+        read_by="both",
+        doc="called for a fresh Entra ID access token for each new connection, on the driver "
+        "and the executors: `azure-identity` (`DefaultAzureCredential`, needs the "
+        "`azure-identity` package) or `module:callable` returning the token text; overrides "
+        "`accessToken`, see [streaming.md](streaming.md#entra-id-access-tokens)",
     )
     connect_timeout: int = _option(
         "connectTimeout",
@@ -387,6 +400,7 @@ class SourceOptions(TypedDict, total=False):
     user: str
     password: str
     accessToken: str
+    accessTokenProvider: str
     connectTimeout: str
     queryTimeout: str
     maxRowBytes: str
