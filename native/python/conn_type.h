@@ -13,6 +13,7 @@ typedef struct {
   PyObject_HEAD mc_conn *conn;
   PyThread_type_lock lock; /* serialises every use of conn across threads */
   double query_timeout;
+  size_t max_buffer;   /* 0 = the C default */
   uint64_t generation; /* bumped by every execute: older results are superseded */
 } ConnectionObject;
 

@@ -17,13 +17,19 @@ static PyTypeObject *ConnectionType;
 
 static PyObject *native_connect(PyObject *module, PyObject *args, PyObject *kwargs) {
   (void)module;
-  static char *kwlist[] = {"connection_string", "user",          "password", "access_token",
-                           "login_timeout",     "query_timeout", NULL};
+  static char *kwlist[] = {"connection_string", "user",          "password",   "access_token",
+                           "login_timeout",     "query_timeout", "max_buffer", NULL};
   PyObject *text_obj = NULL;
   PyObject *user = NULL, *password = NULL, *token = NULL, *login_timeout = Py_None,
            *query_timeout = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "U|$OOOOO:connect", kwlist, &text_obj, &user,
-                                   &password, &token, &login_timeout, &query_timeout)) {
+  long long max_buffer = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "U|$OOOOOL:connect", kwlist, &text_obj, &user,
+                                   &password, &token, &login_timeout, &query_timeout,
+                                   &max_buffer)) {
+    return NULL;
+  }
+  if (max_buffer < 0) {
+    PyErr_SetString(PyExc_ValueError, "max_buffer must be 0 (the default, 1 GiB) or positive");
     return NULL;
   }
   Py_ssize_t text_len = 0;
@@ -74,6 +80,7 @@ static PyObject *native_connect(PyObject *module, PyObject *args, PyObject *kwar
     return NULL;
   }
   if (has_lt) params.login_timeout_seconds = lt;
+  params.max_buffer = (size_t)max_buffer;
   mc_conn *conn = NULL;
   Py_BEGIN_ALLOW_THREADS st = mc_conn_open(&params, &auth, &conn, &err);
   Py_END_ALLOW_THREADS mc_conn_params_clear(&params);
@@ -92,6 +99,7 @@ static PyObject *native_connect(PyObject *module, PyObject *args, PyObject *kwar
   }
   self->conn = conn;
   self->query_timeout = qt;
+  self->max_buffer = (size_t)max_buffer;
   self->generation = 0;
   return (PyObject *)self;
 }
@@ -122,7 +130,7 @@ static PyObject *Connection_execute(ConnectionObject *self, PyObject *args, PyOb
   Py_ssize_t nparams = 0;
   PyObject *keep = NULL;
   if (mc_py_convert_params(params_obj, &params, &nparams, &keep) < 0) return NULL;
-  mc_exec_options opts = {batch_rows, (size_t)batch_bytes, self->query_timeout};
+  mc_exec_options opts = {batch_rows, (size_t)batch_bytes, self->query_timeout, self->max_buffer};
   mc_error err;
   mc_status st = MC_OK;
   self->generation++;
@@ -226,7 +234,7 @@ static PyObject *Connection_stats(ConnectionObject *self, PyObject *unused) {
 static mc_status scalar_request(ConnectionObject *self, const char *sql, size_t len,
                                 const mc_param *params, size_t nparams, struct ArrowSchema *schema,
                                 struct ArrowArray *array, int *has_row, mc_error *err) {
-  mc_exec_options opts = {1, 64u << 20, self->query_timeout};
+  mc_exec_options opts = {1, 64u << 20, self->query_timeout, self->max_buffer};
   *has_row = 0;
   schema->release = NULL;
   array->release = NULL;
@@ -399,11 +407,13 @@ static PyType_Spec Connection_spec = {
 static PyMethodDef conn_functions[] = {
     {"connect", (PyCFunction)(void (*)(void))native_connect, METH_VARARGS | METH_KEYWORDS,
      "connect(connection_string, *, user=None, password=None, access_token=None,\n"
-     "        login_timeout=None, query_timeout=None) -> Connection\n\n"
+     "        login_timeout=None, query_timeout=None, max_buffer=0) -> Connection\n\n"
      "Open a connection: ODBC-style connection string (Encrypt defaults to yes and the\n"
      "certificate is verified); user/password/access_token override it; login_timeout in\n"
-     "seconds (default: the string's Connection Timeout, 30); query_timeout in seconds, the\n"
-     "longest wait for the server during a request (default: none)."},
+     "seconds (default: the string's Connection Timeout, 30); query_timeout in seconds, a\n"
+     "deadline for each whole request, from sending it to its last byte (default: none);\n"
+     "max_buffer: the most bytes of one row or token (so one value) held, past which the\n"
+     "request fails with ProtocolError (0 = 1 GiB)."},
     {NULL, NULL, 0, NULL},
 };
 

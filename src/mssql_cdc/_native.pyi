@@ -92,4 +92,5 @@ def connect(
     access_token: str | None = None,
     login_timeout: float | None = None,
     query_timeout: float | None = None,
+    max_buffer: int = 0,
 ) -> Connection: ...

@@ -33,9 +33,11 @@ __all__ = [
     "STARTING_LSN",
     "TEXT",
     "TIME_ZONE",
+    "TOKEN_PROVIDER",
     "Kind",
     "RefusedError",
     "StartingLsn",
+    "between",
     "choice",
     "count",
     "count_or_auto",
@@ -141,6 +143,15 @@ def non_negative(maximum: int = INT32_MAX) -> Kind[int]:
     )
 
 
+def between(lowest: int, maximum: int) -> Kind[int]:
+    """An integer from ``lowest`` to ``maximum`` (ASCII digits)."""
+    return Kind(
+        f"an integer from {lowest} to {maximum}",
+        _ranged(lowest, maximum),
+        bad=(str(lowest - 1), "-1", str(maximum + 1), *_NOT_NUMBERS),
+    )
+
+
 def count_or_auto(maximum: int) -> Kind[int | None]:
     """``auto`` (any case; read as ``None``) or an integer from 1 to ``maximum``."""
     numbers = _ranged(1, maximum)
@@ -232,6 +243,26 @@ TIME_ZONE: Kind[str] = Kind(
     "auto, or a Windows time zone name such as 'UTC' or 'Pacific Standard Time'",
     _time_zone,
     bad=("Mars Standard Time", "", "Europe/Paris", "+02:00"),
+)
+
+
+_PROVIDER = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+
+
+def _token_provider(value: str) -> str:
+    text = value.strip()
+    if text.lower() == "azure-identity":
+        return "azure-identity"
+    if not _PROVIDER.fullmatch(text):
+        raise RefusedError(value)
+    return text
+
+
+#: how the reader gets an access token for each new connection (mssql_cdc.source.tokens)
+TOKEN_PROVIDER: Kind[str] = Kind(
+    "azure-identity, or module:callable naming a function that returns a token",
+    _token_provider,
+    bad=("", "module", ":f", "m:", "m:f()", "1m:f", "azure identity", "m f:g"),
 )
 
 

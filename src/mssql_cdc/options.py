@@ -36,9 +36,11 @@ from mssql_cdc.option_kinds import (
     STARTING_LSN,
     TEXT,
     TIME_ZONE,
+    TOKEN_PROVIDER,
     Kind,
     RefusedError,
     StartingLsn,
+    between,
     choice,
     count,
     count_or_auto,
@@ -65,6 +67,10 @@ SchemaChangePolicy = Literal["classify", "fail"]
 
 #: at most how many ranges one batch is split into (each is a task and a SQL Server connection)
 MAX_NUM_PARTITIONS = 4096
+#: the default and the bounds of ``maxRowBytes`` (ADR 0125)
+DEFAULT_MAX_ROW_BYTES = 256 << 20
+_MIN_ROW_BYTES = 1 << 20
+_MAX_ROW_BYTES = 2**31 - 1
 _KEY = "mssql_cdc.option"
 _POLICY: Kind[SchemaChangePolicy] = choice("classify", "fail")
 _ISOLATION: Kind[Isolation] = choice("readCommitted", "snapshot")
@@ -193,7 +199,19 @@ class ReaderOptions:
         default_doc="none",
         read_by="both",
         secret=True,
-        doc="Microsoft Entra ID access token",
+        doc="Microsoft Entra ID access token (it expires: for a long stream use "
+        "`accessTokenProvider`)",
+    )
+    access_token_provider: str | None = _option(
+        "accessTokenProvider",
+        TOKEN_PROVIDER,
+        default=None,
+        default_doc="none",
+        read_by="both",
+        doc="called for a fresh Entra ID access token for each new connection, on the driver "
+        "and the executors: `azure-identity` (`DefaultAzureCredential`, needs the "
+        "`azure-identity` package) or `module:callable` returning the token text; overrides "
+        "`accessToken`, see [streaming.md](streaming.md#entra-id-access-tokens)",
     )
     connect_timeout: int = _option(
         "connectTimeout",
@@ -202,6 +220,25 @@ class ReaderOptions:
         default_doc="`30`",
         read_by="both",
         doc="login timeout, seconds",
+    )
+    query_timeout: int | None = _option(
+        "queryTimeout",
+        count(),
+        default=None,
+        default_doc="none",
+        read_by="both",
+        doc="seconds: a deadline for each whole query, from sending it to its last byte (not an "
+        "idle timeout); when passed the query fails with `TimeoutError` and its connection closes",
+    )
+    max_row_bytes: int = _option(
+        "maxRowBytes",
+        between(_MIN_ROW_BYTES, _MAX_ROW_BYTES),
+        default=DEFAULT_MAX_ROW_BYTES,
+        default_doc="`268435456` (256 MiB)",
+        read_by="both",
+        doc="the most bytes of one row (so of one value) the reader holds in memory; a larger "
+        "row fails the query with `ProtocolError` naming this option, see "
+        "[reliability.md](reliability.md#hostile-input)",
     )
     lock_timeout_ms: int | None = _option(
         "lockTimeoutMs",
@@ -364,7 +401,10 @@ class SourceOptions(TypedDict, total=False):
     user: str
     password: str
     accessToken: str
+    accessTokenProvider: str
     connectTimeout: str
+    queryTimeout: str
+    maxRowBytes: str
     lockTimeoutMs: str
     sourceTimeZone: str
     columns: str

@@ -23,6 +23,15 @@ BAD_VALUES = [
     for o in OPTIONS
     for i, value in enumerate(o.kind.bad)
 ] + [pytest.param(o, " ", id=f"{o.name}-blank") for o in OPTIONS if o.required]
+#: values no option but free text allows, whatever its kind: NUL, a tab-only blank and 10,000
+#: characters
+UNIVERSAL_BAD = ("\x00", " \t ", "x" * 10_000)
+UNIVERSAL = [
+    pytest.param(o, value, id=f"{o.name}-universal-{i}")
+    for o in OPTIONS
+    if o.kind not in FREE_TEXT
+    for i, value in enumerate(UNIVERSAL_BAD)
+]
 
 
 def _script():
@@ -56,7 +65,7 @@ def test_declared_defaults_are_what_parsing_gives():
             assert getattr(parsed, f.name) == f.default, f.name
 
 
-@pytest.mark.parametrize(("option", "value"), BAD_VALUES)
+@pytest.mark.parametrize(("option", "value"), BAD_VALUES + UNIVERSAL)
 def test_every_bad_value_of_every_option_names_the_option_and_what_is_allowed(option, value):
     given = {**BASE, option.name.lower(): value}  # lower-cased, as Spark passes names
     with pytest.raises(ValueError, match=f"Option {option.name!r}") as info:
@@ -113,3 +122,21 @@ def test_no_option_in_effect_is_read_by_nothing():
     for o in OPTIONS:
         read = any(re.search(rf"\.{o.attr}\b", text) for text in sources)
         assert read == (o.inert is None), o.name
+
+
+@pytest.mark.parametrize(
+    "option", [o for o in OPTIONS if o.kind not in FREE_TEXT], ids=lambda o: o.name
+)
+def test_a_good_value_with_a_nul_appended_is_refused(option):
+    """A NUL cut off by a C layer would turn a refused value into an accepted one."""
+    samples = [*option.kind.choices, "true", "1", "1048576", "auto", "earliest", "UTC", "a:b"]
+    accepted = 0
+    for sample in samples:
+        try:
+            option.kind.parse(sample)
+        except ValueError:
+            continue
+        accepted += 1
+        with pytest.raises(ValueError, match=f"Option {option.name!r}"):
+            parse_options({**BASE, option.name: sample + "\x00"})
+    assert accepted or option.kind.parse.__name__ in ("_snapshot_chunks", "_snapshot_keys")

@@ -70,7 +70,11 @@ typedef struct mc_param {
 typedef struct mc_exec_options {
   int64_t batch_rows;     /* 0 = 65536 */
   size_t batch_bytes;     /* 0 = 64 MiB */
-  double timeout_seconds; /* 0 = none: the longest wait for the server during this request */
+  double timeout_seconds; /* 0 = none: a deadline for the whole request, from its start until
+                           * its last byte arrives (not per read: a server that trickles bytes
+                           * cannot hold it open longer) */
+  size_t max_buffer;      /* 0 = the connection's (mc_conn_params.max_buffer): the most bytes of
+                           * one row or token (so one value) held; past it MC_EPROTO */
 } mc_exec_options;
 
 /* Connects and logs in. On failure *out is NULL and err says why; a login refused by the

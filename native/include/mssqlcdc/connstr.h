@@ -55,6 +55,7 @@ typedef struct mc_conn_params {
   char application_name[MC_CONN_NAME_SIZE];         /* default "mssql-cdc" */
   bool read_only_intent;                            /* ApplicationIntent=ReadOnly */
   char unknown_keys[MC_CONN_UNKNOWN_SIZE];          /* ", "-separated names, for a warning */
+  size_t max_buffer; /* 0 = 1 GiB: the most bytes of one row or token held (not in strings) */
 } mc_conn_params;
 
 /* Sets every field to its default. */

@@ -149,6 +149,7 @@ mc_status mc_conn_open(const mc_conn_params *params, const mc_conn_auth *auth_in
   if (c == NULL) return mc_error_set(err, MC_ENOMEM, "out of memory opening a connection");
   c->params = *params;
   c->dec_options.batch_rows = 65536;
+  c->dec_options.max_buffer = params->max_buffer;
   c->dec = mc_tds_decoder_new(&c->dec_options);
   if (c->dec == NULL) {
     mc_conn_close(c);

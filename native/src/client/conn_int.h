@@ -28,8 +28,9 @@ struct mc_conn {
   bool broken;
   mc_status broken_status;
   char broken_message[MC_ERROR_MESSAGE_SIZE];
-  double timeout_seconds; /* longest wait for one read or write of a request; 0 = none */
-  double login_deadline;  /* absolute mc_now() deadline during login; 0 = none */
+  double request_deadline; /* absolute mc_now() deadline of the current request; 0 = none */
+  double request_timeout;  /* the seconds that deadline was set from (for the message) */
+  double login_deadline;   /* absolute mc_now() deadline during login; 0 = none */
 
   bool has_message;
   mc_tds_message message;

@@ -26,7 +26,7 @@ mc_status mc_conn_fail(mc_conn *c, mc_status st, mc_error *err) {
 
 double mc_conn_deadline(const mc_conn *c) {
   if (c->login_deadline > 0) return c->login_deadline;
-  return c->timeout_seconds > 0 ? mc_now() + c->timeout_seconds : 0;
+  return c->request_deadline;
 }
 
 mc_status mc_conn_send(mc_conn *c, uint8_t type, const uint8_t *payload, size_t len,
@@ -152,6 +152,12 @@ mc_status mc_conn_next_event(mc_conn *c, mc_tds_event *ev, mc_error *err) {
       return MC_OK;
     }
     st = pump(c, err);
+    if (st == MC_ETIMEOUT && c->login_deadline == 0 && c->request_deadline > 0) {
+      st = mc_error_set(err, MC_ETIMEOUT,
+                        "the request did not finish within its deadline of %.3g s "
+                        "(query_timeout); the connection is closed",
+                        c->request_timeout);
+    }
     if (st != MC_OK) return mc_conn_fail(c, st, err);
   }
 }

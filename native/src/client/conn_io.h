@@ -18,7 +18,7 @@ void mc_conn_begin_response(mc_conn *c);
  * network as needed. Any failure marks the connection broken. */
 MC_NODISCARD mc_status mc_conn_next_event(mc_conn *c, mc_tds_event *ev, mc_error *err);
 
-/* The deadline of the next network wait: the login's absolute one, or now + timeout. */
+/* The deadline of the next network wait: the login's or the current request's (absolute). */
 double mc_conn_deadline(const mc_conn *c);
 
 /* Copies the decoder's current ERROR token into the connection. */

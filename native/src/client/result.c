@@ -48,19 +48,23 @@ static mc_status drain(mc_conn *c, mc_error *err) {
 mc_status mc_conn_execute(mc_conn *c, const char *sql, size_t len, const mc_param *params,
                           size_t nparams, const mc_exec_options *options, mc_error *err) {
   if (c->broken) return mc_error_set(err, c->broken_status, "%s", c->broken_message);
+  /* The deadline covers the whole request, the cancel of an unfinished previous one included. */
+  c->request_timeout = options && options->timeout_seconds > 0 ? options->timeout_seconds : 0;
+  c->request_deadline = c->request_timeout > 0 ? mc_now() + c->request_timeout : 0;
   if (c->in_request) MC_RETURN_NOT_OK(mc_conn_cancel(c, err));
   mc_tds_options want = {0};
   want.batch_rows = options && options->batch_rows > 0 ? options->batch_rows : 65536;
   want.batch_bytes = options && options->batch_bytes > 0 ? options->batch_bytes : 64u << 20;
+  want.max_buffer = options && options->max_buffer > 0 ? options->max_buffer : c->params.max_buffer;
   if (want.batch_rows != c->dec_options.batch_rows ||
-      want.batch_bytes != c->dec_options.batch_bytes) {
+      want.batch_bytes != c->dec_options.batch_bytes ||
+      want.max_buffer != c->dec_options.max_buffer) {
     mc_tds_decoder *d = mc_tds_decoder_new(&want);
     if (d == NULL) return mc_error_set(err, MC_ENOMEM, "out of memory");
     mc_tds_decoder_free(c->dec);
     c->dec = d;
     c->dec_options = want;
   }
-  c->timeout_seconds = options ? options->timeout_seconds : 0;
   c->has_message = false;
   c->rows_affected = -1;
   uint8_t *payload = NULL;

@@ -62,7 +62,9 @@ mc_status mc_tds_decoder_space(mc_tds_decoder *d, size_t min, uint8_t **space, s
   if (min > d->opt.max_buffer || live > d->opt.max_buffer - min) {
     d->broken = MC_EPROTO;
     snprintf(d->broken_msg, sizeof d->broken_msg,
-             "a token or row needs more than %zu bytes buffered (max_buffer)", d->opt.max_buffer);
+             "a token or row (so one value) needs more than %zu bytes held in memory, the "
+             "limit max_buffer (the reader option maxRowBytes)",
+             d->opt.max_buffer);
     return mc_error_set(err, MC_EPROTO, "%s", d->broken_msg);
   }
   if (d->cap - d->end < min) {

@@ -26,6 +26,7 @@ from mssql_cdc.errors import SqlServerError
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.clock import ServerClock, resolve_clock
 from mssql_cdc.source.sql import change_function, change_table, quote_name, table_name
+from mssql_cdc.source.tokens import access_token
 
 __all__ = [
     "CaptureInstance",
@@ -152,8 +153,10 @@ class CdcClient:
                 o.connection_string,
                 user=o.user,
                 password=o.password,
-                access_token=o.access_token,
+                access_token=access_token(o.access_token_provider, o.access_token),
                 login_timeout=float(o.connect_timeout) if o.connect_timeout else None,
+                query_timeout=float(o.query_timeout) if o.query_timeout else None,
+                max_buffer=o.max_row_bytes,
             )
             for statement in self.setup:
                 self._conn.execute(statement)

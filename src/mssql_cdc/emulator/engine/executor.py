@@ -33,7 +33,7 @@ from mssql_cdc.emulator.core.literals import typed_literal
 from mssql_cdc.emulator.core.locks import deadlock_victim
 from mssql_cdc.emulator.core.log import DdlEvent, LoggedChange, LoggedTransaction
 from mssql_cdc.emulator.core.results import BatchOutcome, StatementResult
-from mssql_cdc.emulator.engine import ddl, guard
+from mssql_cdc.emulator.engine import clr, ddl, guard
 from mssql_cdc.emulator.engine.params import spell_types
 from mssql_cdc.emulator.engine.procedures import call
 from mssql_cdc.emulator.engine.rewrite import (
@@ -45,6 +45,7 @@ from mssql_cdc.emulator.engine.rewrite import (
 )
 from mssql_cdc.emulator.protocol import tokens
 from mssql_cdc.emulator.protocol.arrowrows import ArrowRows
+from mssql_cdc.emulator.protocol.clr import CLR_TYPES
 from mssql_cdc.emulator.protocol.tokens import Column
 from mssql_cdc.emulator.protocol.types import (
     SqlType,
@@ -136,6 +137,24 @@ def _surrogate_constants(st: exp.Expression) -> dict[int, object]:
         ):
             out[i] = node.meta.get("value")
     return out
+
+
+def _to_clr(node: exp.Expression, t: SqlType) -> exp.Expression:
+    """A value assigned to a hierarchyid, geography or geometry column: a string converts as
+    ``Parse`` does (:mod:`clr`); a value of the type itself is kept."""
+    given = node.meta.get("sqltype")
+    if isinstance(given, SqlType) and given.name == t.name:
+        return node
+    ok, value = constant(node)
+    if ok and value is None:
+        return node
+    if ok and isinstance(value, str):
+        return typed_literal(t, clr.convert(t.name, value))
+    if isinstance(given, SqlType) and given.name in CLR_TYPES:
+        raise SqlError(206, f"Operand type clash: {given.name} is incompatible with {t.name}")
+    if not ok and (given is None or not given.is_string):
+        return node  # another column of the type (INSERT ... SELECT)
+    raise unsupported(f"a non-constant value assigned to a {t.name} column")
 
 
 def _to_variant(node: exp.Expression, t: SqlType) -> exp.Expression:
@@ -488,6 +507,8 @@ class Executor:
     def _canonical(self, node: exp.Expression, col: ColumnDef | None) -> exp.Expression:
         if col is not None and col.type.name == "sql_variant":
             return _to_variant(node, col.type)
+        if col is not None and col.type.name in CLR_TYPES:
+            return _to_clr(node, col.type)
         if col is None or not col.type.is_temporal:
             return node
         ok, value = constant(node)

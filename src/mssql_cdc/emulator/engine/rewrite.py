@@ -29,6 +29,7 @@ from mssql_cdc._native import Lsn
 from mssql_cdc.emulator.cdc.functions import change_function, map_time_to_lsn
 from mssql_cdc.emulator.core.errors import SqlError, unsupported
 from mssql_cdc.emulator.core.literals import string_literal, tag, temporal_text, typed_literal
+from mssql_cdc.emulator.engine import clr
 from mssql_cdc.emulator.engine.system_views import VIEWS as SYSTEM_VIEWS
 from mssql_cdc.emulator.engine.system_views import system_view
 from mssql_cdc.emulator.protocol.collations import lookup as lookup_collation
@@ -264,6 +265,14 @@ class Rewriter:
             return node
         if isinstance(node, (exp.Div, exp.Mod)):
             return self._divide(node)
+        if isinstance(node, exp.ScopeResolution):  # hierarchyid::Parse(...), geography::...
+            static = clr.static_call(node, self._args)
+            if static is not None:
+                return static
+        if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Anonymous):
+            method = clr.method_call(node, self._column_type)  # h.ToString(), g.STAsBinary()
+            if method is not None:
+                return method
         if isinstance(node, exp.Dot) and node.expression.meta.get("constant"):
             inner: exp.Expression = node.expression
             return inner

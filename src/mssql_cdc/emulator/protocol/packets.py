@@ -7,6 +7,7 @@ Reads go through a :class:`Channel` so the same code runs on plain TCP and insid
 
 from __future__ import annotations
 
+import asyncio
 import struct
 from dataclasses import dataclass
 from typing import Protocol
@@ -21,6 +22,10 @@ STATUS_IGNORE = 0x02
 #: A client message larger than this is treated as malformed (LOGIN7 is at most 128 KiB; a
 #: SQL batch of this size is far beyond anything the product or its tests send).
 MAX_MESSAGE = 64 * 1024 * 1024
+#: Seconds a client may take to finish a packet it started (and, before login, to send its next
+#: packet) before the connection is closed: a client that sends half a header and waits must
+#: not hold a session open for ever. Between requests a logged-in client may stay idle.
+READ_TIMEOUT = 30.0
 
 
 class PacketType:
@@ -50,15 +55,36 @@ class Message:
 
 
 class PacketReader:
-    """Assembles messages from a channel; keeps bytes read past the last packet."""
+    """Assembles messages from a channel; keeps bytes read past the last packet.
 
-    def __init__(self, channel: Channel) -> None:
+    ``read_timeout`` bounds the wait for the rest of a packet once its first byte arrived and,
+    unless ``idle_ok``, the wait for a packet's first byte too (before login). Passed, it is a
+    :class:`ProtocolError`, which closes the connection.
+    """
+
+    def __init__(
+        self, channel: Channel, *, read_timeout: float = READ_TIMEOUT, idle_ok: bool = True
+    ) -> None:
         self.channel = channel
         self.buffer = bytearray()
+        self.read_timeout = read_timeout
+        self.idle_ok = idle_ok
+        self._in_message = False  # a packet without EOM was read: the next one is due
+
+    async def _read(self) -> bytes:
+        if self.idle_ok and not self.buffer and not self._in_message:
+            return await self.channel.read_some()
+        try:
+            return await asyncio.wait_for(self.channel.read_some(), self.read_timeout)
+        except TimeoutError:
+            what = "part of a packet" if self.buffer else "nothing before logging in"
+            raise ProtocolError(
+                f"the client sent {what} and then nothing for {self.read_timeout:g} s"
+            ) from None
 
     async def _fill(self, n: int) -> bool:
         while len(self.buffer) < n:
-            data = await self.channel.read_some()
+            data = await self._read()
             if not data:
                 if self.buffer:
                     raise ProtocolError("connection closed in the middle of a packet")
@@ -88,7 +114,11 @@ class PacketReader:
         parts = [payload]
         size = len(payload)
         while not status & STATUS_EOM:
-            nxt = await self.read_packet()
+            self._in_message = True
+            try:
+                nxt = await self.read_packet()
+            finally:
+                self._in_message = False
             if nxt is None:
                 raise ProtocolError("connection closed in the middle of a message")
             ntype, status, payload = nxt

@@ -16,7 +16,10 @@ this module copies:
 * ``text``/``ntext``/``image`` are the long types of 2.2.5.4.3: a LONGLEN maximum, the
   collation, the table name as parts, and per value a text pointer, a timestamp and the data;
 * ``sql_variant`` (2.2.5.5.4) is a u32 length, the base type id, a property byte count, the
-  base type's properties (precision/scale, scale, collation and maximum length) and the value.
+  base type's properties (precision/scale, scale, collation and maximum length) and the value;
+* ``hierarchyid``, ``geography`` and ``geometry`` are CLR UDTs (UDT_INFO, 2.2.5.5.6: maximum
+  size, database, schema, type and assembly-qualified names) with PLP values in the types' own
+  serialization (:mod:`clr`).
 """
 
 from __future__ import annotations
@@ -32,10 +35,17 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 
 from sqlglot import exp
 
+from mssql_cdc.emulator.protocol.clr import CLR_TYPES, UDT_NAMES, hierarchyid_bytes, spatial_bytes
 from mssql_cdc.emulator.protocol.collations import DEFAULT as DEFAULT_COLLATION
 from mssql_cdc.emulator.protocol.collations import Collation, codec_of, lookup
 from mssql_cdc.emulator.protocol.temporal import Temporal, parse_temporal
-from mssql_cdc.emulator.protocol.wire import ProtocolError, Reader, decode_utf16
+from mssql_cdc.emulator.protocol.wire import (
+    ProtocolError,
+    Reader,
+    b_varchar,
+    decode_utf16,
+    us_varchar,
+)
 
 __all__ = [
     "CLIENT_UTF8",
@@ -66,6 +76,9 @@ COLLATION_CP1252 = DEFAULT_COLLATION.wire()
 NTEXT_SENTINEL = 1073741823
 _NTEXT = re.compile(r"(?<![\[\"'.@])\bntext\b(?![\]\"'])", re.IGNORECASE)
 PLP_NULL = 0xFFFFFFFFFFFFFFFF
+#: the database UDT_INFO names for the CLR system types (they live in every database's sys
+#: schema; the emulator names master)
+UDT_DATABASE = "master"
 PLP_CHUNK = 8000
 
 _INT_SIZES = {"tinyint": 1, "smallint": 2, "int": 4, "bigint": 8}
@@ -239,6 +252,12 @@ def from_datatype(datatype: exp.DataType, *, in_cast: bool = False) -> SqlType: 
         return scalar("xml", length=MAX)
     if kind == t.ROWVERSION:
         return scalar("rowversion", length=8)
+    if kind == t.GEOGRAPHY:
+        return scalar("geography", length=MAX)
+    if kind == t.GEOMETRY:
+        return scalar("geometry", length=MAX)
+    if kind == t.USERDEFINED and str(datatype.args.get("kind", "")).lower() == "hierarchyid":
+        return scalar("hierarchyid", length=892)
     raise ValueError(f"unsupported data type {datatype.sql(dialect='tsql')}")
 
 
@@ -350,6 +369,16 @@ def type_info(t: SqlType, *, nullable: bool = True, utf8: bool | None = None) ->
         return b"\xf1\x00"  # no schema collection
     if name == "sql_variant":
         return b"\x62" + struct.pack("<I", VARIANT_MAX)
+    if name in CLR_TYPES:
+        max_size, assembly = UDT_NAMES[name]
+        return (
+            b"\xf0"
+            + struct.pack("<H", max_size)
+            + b_varchar(UDT_DATABASE)
+            + b_varchar("sys")
+            + b_varchar(name)
+            + us_varchar(assembly)
+        )
     raise ValueError(f"no TYPE_INFO for {t.sql()}")
 
 
@@ -624,6 +653,12 @@ def encode_value(  # noqa: PLR0911, PLR0912 (a dispatch over kinds)
         if value is None:
             return b"\xff\xff"
         return b"\x08\x00" + _rowversion(value)
+    if name in CLR_TYPES:
+        if value is None:
+            return struct.pack("<Q", PLP_NULL)
+        if name == "hierarchyid":
+            return _plp(hierarchyid_bytes(str(value)))
+        return _plp(spatial_bytes(str(value), geography=name == "geography"))
     if t.is_string or t.is_binary:
         if t.is_max:
             if value is None:

@@ -8,6 +8,7 @@ import time
 
 from mssql_cdc.emulator.core.faults import FaultRegistry
 from mssql_cdc.emulator.engine.database import Database
+from mssql_cdc.emulator.protocol.packets import READ_TIMEOUT
 from mssql_cdc.emulator.protocol.tls import Certificate, generate_certificate, server_contexts
 from mssql_cdc.emulator.server.session import Session
 
@@ -45,6 +46,8 @@ class EmulatorServer:
         self.response_delay = 0.0
         #: SQL batches and RPC requests served since the start (for idle-cost measurements)
         self.request_count = 0
+        #: seconds a client may stall inside a packet (or before login) before it is closed
+        self.read_timeout = READ_TIMEOUT
         #: Entra ID access tokens the server accepts (FEDAUTH), mapped to the login they stand for
         self.access_tokens: dict[str, str] = {}
         #: the next login is sent a routing ENVCHANGE to this (host, port), once

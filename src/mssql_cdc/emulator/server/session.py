@@ -147,7 +147,12 @@ class Session:
         await channel.write(frame(PacketType.REPLY, payload, self.packet_size, self.spid))
 
     async def _run(self) -> None:  # noqa: PLR0912 (a dispatch over kinds)
-        first = await self.raw.read_some()
+        try:
+            first = await asyncio.wait_for(self.raw.read_some(), self.server.read_timeout)
+        except TimeoutError:
+            raise ProtocolError(
+                f"the client sent nothing for {self.server.read_timeout:g} s after connecting"
+            ) from None
         if not first:
             return
         channel: Channel
@@ -158,7 +163,7 @@ class Session:
             channel = tls
         else:
             channel = _Prefixed(self.raw, first)
-        packets = PacketReader(channel)
+        packets = PacketReader(channel, read_timeout=self.server.read_timeout, idle_ok=False)
         msg = await packets.read_message()
         if msg is None:
             return
@@ -186,7 +191,7 @@ class Session:
             tls = TlsChannel(self.server.legacy_context, self.raw)
             await tls.handshake_in_prelogin(packets)
             login_channel = tls
-            login_packets = PacketReader(tls)
+            login_packets = PacketReader(tls, read_timeout=self.server.read_timeout, idle_ok=False)
         msg = await login_packets.read_message()
         if msg is None:
             return
@@ -201,6 +206,7 @@ class Session:
             login_packets = packets
         if not await self._login(login_channel, login):
             return
+        login_packets.idle_ok = True  # a logged-in client may wait between requests
         await self._serve(login_channel, login_packets)
 
     async def _login(self, channel: Channel, login: login7.Login7) -> bool:
