@@ -167,8 +167,11 @@ def test_each_batch_lands_once_when_the_sink_crashes_between_steps(spark, tmp_pa
     # a bronze commit names its batch; its counts are in the facts, observed while it was
     # written (ADR 0090); the empty batch 3 is an empty commit, once the table exists
     assert appends == [{"app_id": "orders-v1", "batch_id": b} for b in range(4)]
-    facts_commits = spark.sql(f"DESCRIBE HISTORY delta.`{facts}`").orderBy("version").collect()
-    meta = [json.loads(h.userMetadata) for h in facts_commits if h.operation == "WRITE"]
+    meta = [
+        json.loads(h.userMetadata)
+        for h in spark.sql(f"DESCRIBE HISTORY delta.`{facts}`").orderBy("version").collect()
+        if h.operation == "WRITE"
+    ]
     assert [(m["batch_id"], m["rows"], m["app_id"], m["updates"]) for m in meta] == [
         (0, 2, "orders-v1", 0),
         (1, 3, "orders-v1", 1),
