@@ -9,21 +9,27 @@ Delta, in one run on this machine (compare ratios, not absolute numbers):
   ``cdc.dbo_bench_CT`` (every change row), appended to Delta;
 * ``floor``: the same rows already in memory (an Arrow table) appended to Delta.
 
-    .venv/bin/python bench/e2e.py [--rows 100000] [--partitions 2]
+    .venv/bin/python bench/e2e.py [--rows 100000] [--partitions 1 2 4] [--facts]
 
-The mssql-jdbc jar is fetched with Maven (the version the driver tests pin). Prints a table and
+``--partitions`` takes several counts: the source is loaded once, then ``to_delta`` and the
+JDBC path run once per count (``numPartitions``; the JDBC source splits on ``id``), the floor
+once. ``--facts`` gives ``to_delta`` a facts table (the exactly-once sink's full work per
+batch). The sink's per-step timings (its DEBUG line, docs/sink.md) are printed per batch. The
+mssql-jdbc jar is fetched with Maven (the version the driver tests pin). Prints a table and
 exits 0; a path that cannot run here is reported as n/a with the reason.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 JDBC = "com.microsoft.sqlserver:mssql-jdbc:12.10.1.jre11"
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,11 +76,57 @@ def _cause(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0][:120] if lines else ''}"
 
 
+def jdbc(spark: Any, emu: Any, jar: Path | None, out: Path, *, parts: int, keys: int) -> Any:
+    """Spark's JDBC source with mssql-jdbc over the change table, appended to Delta:
+    ``(seconds, rows landed)`` or the reason it cannot run."""
+    if jar is None:
+        return "n/a: could not fetch mssql-jdbc with Maven"
+    url = (
+        f"jdbc:sqlserver://{emu.host}:{emu.port};databaseName=master;encrypt=false;"
+        "trustServerCertificate=true"
+    )
+    # The change table itself: the same rows fn_cdc_get_all_changes(..., N'all update old')
+    # returns over the whole range (the emulator cannot describe SELECT * over a table
+    # function, which Spark's JDBC source wraps its query in).
+    reader = (
+        spark.read.format("jdbc")
+        .option("url", url)
+        .option("driver", "com.microsoft.sqlserver.jdbc.SQLServerDriver")
+        .option("user", "sa")
+        .option("password", emu.password)
+        .option("dbtable", "cdc.dbo_bench_CT")
+    )
+    if parts > 1:  # split on the captured key, as a JDBC user would
+        reader = (
+            reader.option("partitionColumn", "id")
+            .option("lowerBound", "0")
+            .option("upperBound", str(keys))
+            .option("numPartitions", str(parts))
+        )
+    try:
+        started = time.perf_counter()
+        reader.load().write.format("delta").save(str(out))
+        seconds = time.perf_counter() - started
+        return (seconds, spark.read.format("delta").load(str(out)).count())
+    except Exception as exc:  # a path that cannot run here is reported, not fatal
+        return f"n/a: {_cause(exc)}"
+
+
 def main() -> None:  # noqa: PLR0915 (one straight script)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000, help="change rows to land")
-    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--partitions", type=int, nargs="+", default=[2])
+    parser.add_argument("--facts", action="store_true", help="to_delta with a facts table")
     args = parser.parse_args()
+
+    class Steps(logging.Handler):  # the sink's per-batch DEBUG line, printed as it comes
+        def emit(self, record: logging.LogRecord) -> None:
+            if "micro-batch" in record.getMessage() and " ms (" in record.getMessage():
+                print(f"#   sink {record.getMessage()}", flush=True)
+
+    sink_log = logging.getLogger("mssql_cdc.sink")
+    sink_log.setLevel(logging.DEBUG)
+    sink_log.addHandler(Steps())
 
     from mssql_cdc import _native, stream
     from mssql_cdc.emulator import Emulator
@@ -99,60 +151,37 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
             count = conn.scalar("SELECT COUNT(*) FROM cdc.dbo_bench_CT")
             print(f"# source: {count:,} change rows ready in {time.perf_counter() - started:.1f} s")
 
-        options = {
-            "connectionString": text,
-            "user": "sa",
-            "password": emu.password,
-            "captureInstance": "dbo_bench",
-            "numPartitions": str(args.partitions),
-        }
-        started = time.perf_counter()
-        query = stream(spark, options).to_delta(
-            str(work / "bronze"),
-            app_id="e2e",
-            checkpoint=str(work / "cp"),
-            trigger={"availableNow": True},
-        )
-        query.awaitTermination()
-        seconds = time.perf_counter() - started
-        for progress in query.recentProgress:
-            print(
-                f"# to_delta batch {progress['batchId']}: {progress['numInputRows']:,} rows, "
-                f"durations ms {dict(progress['durationMs'])}"
+        for parts in args.partitions:
+            options = {
+                "connectionString": text,
+                "user": "sa",
+                "password": emu.password,
+                "captureInstance": "dbo_bench",
+                "numPartitions": str(parts),
+            }
+            started = time.perf_counter()
+            query = stream(spark, options).to_delta(
+                str(work / f"bronze{parts}"),
+                app_id=f"e2e{parts}",
+                checkpoint=str(work / f"cp{parts}"),
+                facts_table=str(work / f"facts{parts}") if args.facts else None,
+                trigger={"availableNow": True},
             )
-        landed = spark.read.format("delta").load(str(work / "bronze")).count()
-        results["to_delta"] = (seconds, landed)
-
-        if jar is None:
-            results["jdbc"] = "n/a: could not fetch mssql-jdbc with Maven"
-        else:
-            url = (
-                f"jdbc:sqlserver://{emu.host}:{emu.port};databaseName=master;encrypt=false;"
-                "trustServerCertificate=true"
-            )
-            # The change table itself: the same rows fn_cdc_get_all_changes(..., N'all update old')
-            # returns over the whole range (the emulator cannot describe SELECT * over a table
-            # function, which Spark's JDBC source wraps its query in).
-            table = "cdc.dbo_bench_CT"
-            try:
-                started = time.perf_counter()
-                df = (
-                    spark.read.format("jdbc")
-                    .option("url", url)
-                    .option("driver", "com.microsoft.sqlserver.jdbc.SQLServerDriver")
-                    .option("user", "sa")
-                    .option("password", emu.password)
-                    .option("dbtable", table)
-                    .load()
+            query.awaitTermination()
+            seconds = time.perf_counter() - started
+            for progress in query.recentProgress:
+                durations = dict(progress["durationMs"])
+                print(
+                    f"# to_delta p={parts} batch {progress['batchId']}: "
+                    f"{progress['numInputRows']:,} rows, durations ms {durations}"
                 )
-                df.write.format("delta").save(str(work / "jdbc"))
-                seconds = time.perf_counter() - started
-                landed = spark.read.format("delta").load(str(work / "jdbc")).count()
-                results["jdbc"] = (seconds, landed)
-            except Exception as exc:  # a path that cannot run here is reported, not fatal
-                results["jdbc"] = f"n/a: {_cause(exc)}"
+            landed = spark.read.format("delta").load(str(work / f"bronze{parts}")).count()
+            results[f"to_delta p={parts}"] = (seconds, landed)
+            results[f"jdbc p={parts}"] = jdbc(
+                spark, emu, jar, work / f"jdbc{parts}", parts=parts, keys=args.rows * 2 // 3
+            )
 
-    arrow = spark.read.format("delta").load(str(work / "bronze")).toArrow()
+    arrow = spark.read.format("delta").load(str(work / f"bronze{args.partitions[0]}")).toArrow()
     df = spark.createDataFrame(arrow)
     df.cache().count()
     started = time.perf_counter()
@@ -160,14 +189,14 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
     results["floor"] = (time.perf_counter() - started, arrow.num_rows)
 
     floor_seconds = results["floor"][0] if isinstance(results["floor"], tuple) else None
-    print(f"{'path':<10}{'seconds':>9}{'rows':>10}{'rows/s':>12}{'x floor':>9}")
+    print(f"{'path':<14}{'seconds':>9}{'rows':>10}{'rows/s':>12}{'x floor':>9}")
     for name, value in results.items():
         if isinstance(value, str):
-            print(f"{name:<10}  {value}")
+            print(f"{name:<14}  {value}")
             continue
         seconds, rows = value
         ratio = f"{seconds / floor_seconds:.1f}" if floor_seconds else "-"
-        print(f"{name:<10}{seconds:>9.2f}{rows:>10,}{rows / seconds:>12,.0f}{ratio:>9}")
+        print(f"{name:<14}{seconds:>9.2f}{rows:>10,}{rows / seconds:>12,.0f}{ratio:>9}")
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
 

@@ -157,18 +157,28 @@ def test_each_batch_lands_once_when_the_sink_crashes_between_steps(spark, tmp_pa
     for r in (b0, b1, b3):
         assert r.duration_ms >= 0
         assert r.started_at <= r.written_at
-    # one read per attempt: batch 1 crashed once, batch 2's replay was read to check its end
-    assert [_reads(reads / str(n)) for n in range(4)] == [1, 2, 2, 1]
+    # one read per attempt (ADR 0090): batch 0 counted before it created bronze, then written;
+    # batch 1 crashed once; batch 2's replay was read to check its end
+    assert [_reads(reads / str(n)) for n in range(4)] == [2, 2, 2, 1]
     assert list((tmp_path / "m").iterdir()) == []
 
     history = spark.sql(f"DESCRIBE HISTORY delta.`{bronze}`").orderBy("version").collect()
     appends = [json.loads(h.userMetadata) for h in history if h.operation == "WRITE"]
-    assert [(m["batch_id"], m["rows"], m["app_id"], m["updates"]) for m in appends] == [
+    # a bronze commit names its batch; its counts are in the facts, observed while it was
+    # written (ADR 0090); the empty batch 3 is an empty commit, once the table exists
+    assert appends == [{"app_id": "orders-v1", "batch_id": b} for b in range(4)]
+    meta = [
+        json.loads(h.userMetadata)
+        for h in spark.sql(f"DESCRIBE HISTORY delta.`{facts}`").orderBy("version").collect()
+        if h.operation == "WRITE"
+    ]
+    assert [(m["batch_id"], m["rows"], m["app_id"], m["updates"]) for m in meta] == [
         (0, 2, "orders-v1", 0),
         (1, 3, "orders-v1", 1),
         (2, 1, "orders-v1", 0),
+        (3, 0, "orders-v1", 0),
     ]
-    assert appends[0]["max_commit_ts"] == "2026-11-30T05:00:02.000"
+    assert meta[0]["max_commit_ts"] == "2026-11-30T05:00:02.000"
     _assert_comments(spark, bronze, facts)
 
 

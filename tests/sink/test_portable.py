@@ -1,21 +1,16 @@
 """The sink where Databricks and Spark Connect differ from local classic Spark, each condition
-made here: Delta's JVM class absent (Delta under other names, or no JVM at all) and
-``persist()`` refused (serverless)."""
+made here: Delta's JVM class absent (Delta under other names, or no JVM at all). The sink never
+persists (``persist()`` refused on serverless): tests/sink/test_one_pass.py."""
 
 from __future__ import annotations
 
 import pytest
-from _changes import change, changes, lsn, reading, write_metrics
+from _changes import change, changes
 
-from mssql_cdc._metrics import PartitionMetrics
-from mssql_cdc.sink import batch_read, delta_sink, txn_ids
+from mssql_cdc.sink import delta_sink, txn_ids
 
 #: where Databricks ships Delta's log class; not on this class path
 ELSEWHERE = "com.databricks.sql.transaction.tahoe.DeltaLog"
-REFUSED = (
-    "[NOT_SUPPORTED_WITH_SERVERLESS] PERSIST TABLE is not supported on serverless compute. "
-    "SQLSTATE: 0A000"
-)
 
 
 def _append(spark, path, app_id, version):
@@ -76,41 +71,6 @@ def test_a_rewound_checkpoint_is_refused_without_deltas_jvm_class(spark, tmp_pat
     with pytest.raises(ValueError, match=r"micro-batch 0 is not after batch 1.*the target"):
         delta_sink(bronze, "orders-v1", facts)(changes(spark, [change(1, 2, 1, "a")]), 0)
     assert spark.read.format("delta").load(bronze).count() == 2
-
-
-def test_the_sink_writes_each_batch_once_when_persist_is_refused(spark, tmp_path, monkeypatch):
-    bronze, facts, metrics = str(tmp_path / "bronze"), str(tmp_path / "facts"), str(tmp_path / "m")
-    reads = tmp_path / "reads"
-    rows = [change(1, 2, 1, "a"), change(2, 4, 1, "b"), change(3, 1, 1, None)]
-    part = PartitionMetrics(lsn(0), lsn(3), rows=3, read_mb=0.5, last=True, end_lsn=lsn(3))
-    df = reading(spark, rows, metrics, [part], reads_dir=str(reads))
-
-    def refuse(self, *args, **kwargs):
-        raise RuntimeError(REFUSED)
-
-    monkeypatch.setattr(type(df), "persist", refuse)
-    monkeypatch.setattr(batch_read, "_warned", set())
-    write_metrics(metrics, [])
-    delta_sink(bronze, "serverless", facts, metrics_path=metrics)(df, 0)
-
-    assert len(list(reads.iterdir())) == 2  # read to count it, read again to write it
-    landed = spark.read.format("delta").load(bronze).orderBy("_start_lsn").collect()
-    assert [(r["_start_lsn"], r["_operation"], r["_batch_id"]) for r in landed] == [
-        (lsn(1), 2, 0),
-        (lsn(2), 4, 0),
-        (lsn(3), 1, 0),
-    ]
-    (row,) = spark.read.format("delta").load(facts).collect()
-    assert (row["rows"], row["inserts"], row["updates"], row["deletes"]) == (3, 1, 1, 1)
-    assert (row["max_lsn"], row["end_lsn"], row["read_mb"]) == (lsn(3), lsn(3), 0.5)
-
-    # any other persist() error is the caller's
-    def broken(self, *args, **kwargs):
-        raise RuntimeError("out of memory")
-
-    monkeypatch.setattr(type(df), "persist", broken)
-    with pytest.raises(RuntimeError, match="out of memory"):
-        delta_sink(bronze, "serverless", facts)(changes(spark, [change(9, 2, 9, "z")]), 1)
 
 
 def test_create_table_sql_quotes_names_comments_and_properties():

@@ -3,7 +3,8 @@
 Runs on the driver. Bronze holds the captured columns, the source's metadata columns and the
 three columns the sink adds (``schemas.BRONZE``: ``_batch_id``, ``_snapshot``, ``_chunk``).
 Two kinds of commit append to it, both through :func:`append_bronze`: a micro-batch
-(``txnAppId`` ``<app_id>``, ``txnVersion`` the batch id, the counts as ``userMetadata``) and a
+(``txnAppId`` ``<app_id>``, ``txnVersion`` the batch id, ``userMetadata``
+:func:`batch_metadata`; tables written before ADR 0090 also hold the batch's counts there) and a
 bootstrap snapshot (``<app_id>#events``, version 0, ``{"event": "bootstrap", ...}``), the ids
 named in ``app_ids``. The readers answer what the bootstrap and ``mssql-cdc verify`` ask.
 """
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "append_bronze",
+    "batch_metadata",
     "change_history",
     "clashing_columns",
     "find_snapshot",
@@ -53,6 +55,14 @@ def with_sink_columns(
         .withColumn("_snapshot", sf.lit(snapshot).cast("string"))
         .withColumn("_chunk", sf.lit(chunk).cast("int"))
     )
+
+
+def batch_metadata(app_id: str, batch_id: int) -> str:
+    """A micro-batch commit's ``userMetadata``: ``{"app_id": ..., "batch_id": ...}``. The counts
+    are in the batch's facts row (and its facts commit's ``userMetadata``): they come out of the
+    pass that writes this commit, so they are not known before it (ADR 0090)."""
+    meta = {"app_id": app_id, "batch_id": batch_id}
+    return json.dumps(meta, sort_keys=True, separators=(",", ":"))
 
 
 def append_bronze(

@@ -11,14 +11,22 @@ Everything runs on the driver, once per micro-batch, in this order (docs/sink.md
 2. the partition files of earlier attempts are deleted from the metrics directory (this
    attempt's tasks have not run yet; event files, which planning writes before the sink runs
    and whose names are keyed, stay);
-3. the batch is read once: ``persist()`` and one aggregation (counts, ranges); where the
-   platform refuses ``persist()`` (serverless), the batch is read twice (``batch_read``);
-4. a batch with rows is appended to the target with ``txnAppId=app_id``,
-   ``txnVersion=batch_id`` and the counts as ``userMetadata`` (the table is created first, with
-   comments, if it does not exist);
+3. the batch is read once, nothing persisted (ADR 0090): once the target exists, a batch is
+   appended to it with ``txnAppId=app_id``, ``txnVersion=batch_id`` and ``userMetadata``
+   ``{"app_id", "batch_id"}``, its counts and ranges observed in that same pass
+   (``counts.ObservedCounts``; an empty batch makes an empty commit). Where nothing is to be
+   written (a replay, a batch already in the target) or the target does not exist yet (an
+   empty batch must not create it), one aggregation is the read (``counts.count_batch``) and
+   a batch with rows is then appended, the table created first with comments;
+4. the metrics files the read wrote are folded, Spark's offset log entry giving the end;
 5. the facts row plus the batch's event rows are appended in one commit with
-   ``txnAppId=<app_id>#facts``, ``txnVersion=batch_id``;
+   ``txnAppId=<app_id>#facts``, ``txnVersion=batch_id`` (the counts as ``userMetadata``);
 6. the metrics directory is cleared.
+
+Steps 1-6 are timed; the sink logs them per batch at DEBUG under ``mssql_cdc.sink``. Within a
+run the sink remembers what it learnt: the tables checked and seen to exist (created tables
+are not looked up again) and the next batch id it expects (the rewind check reads the tables
+only for the first batch and after a gap).
 
 A crash between any two steps is repaired by Spark replaying the batch: step 4 is skipped by
 Delta when it already landed, step 5 too, and a batch whose facts already landed is skipped
@@ -36,9 +44,13 @@ from typing import TYPE_CHECKING
 
 from mssql_cdc._metrics import MetricsDir, metrics_dir
 from mssql_cdc.sink.app_ids import bronze_app_id, facts_app_id
-from mssql_cdc.sink.batch_read import held
-from mssql_cdc.sink.bronze import append_bronze, clashing_columns, with_sink_columns
-from mssql_cdc.sink.counts import count_batch
+from mssql_cdc.sink.bronze import (
+    append_bronze,
+    batch_metadata,
+    clashing_columns,
+    with_sink_columns,
+)
+from mssql_cdc.sink.counts import ObservedCounts, count_batch
 from mssql_cdc.sink.facts import (
     BatchCounts,
     FoldedMetrics,
@@ -61,6 +73,22 @@ if TYPE_CHECKING:
 __all__ = ["DeltaSink", "delta_sink"]
 
 log = logging.getLogger("mssql_cdc.sink")
+
+
+class _Steps:
+    """Milliseconds per step of one batch, for the DEBUG line."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+        self._laps: list[tuple[str, int]] = []
+
+    def lap(self, step: str) -> None:
+        now = time.monotonic()
+        self._laps.append((step, round((now - self._last) * 1000)))
+        self._last = now
+
+    def __str__(self) -> str:
+        return ", ".join(f"{step} {ms} ms" for step, ms in self._laps)
 
 
 def delta_sink(
@@ -151,8 +179,73 @@ class DeltaSink:
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         started_at, clock = utc_now(), time.monotonic()
+        steps = _Steps()
         batch_id = int(batch_id)
         spark = df.sparkSession
+        recorded, verdict, end = self._prepare(spark, df, batch_id)
+        steps.lap("checks")
+        # the bronze commit already landed (a replay): Delta would skip the append
+        in_target = recorded is not None and recorded.target_txn == batch_id
+        counts: BatchCounts | None = None
+        if verdict is Verdict.REPLAY or in_target or not self._exists(spark, self.target):
+            # nothing to write, or maybe nothing (an empty batch does not create the target):
+            # one aggregation is the only read
+            counts = count_batch(df)
+            steps.lap("count")
+        if verdict is Verdict.REPLAY:
+            assert recorded is not None
+            assert counts is not None
+            self._skip_replay(batch_id, recorded, counts, end)
+        else:
+            if in_target:
+                log.info(
+                    "%s: micro-batch %d is already in %s (replay after a crash before its "
+                    "facts commit); writing its facts row",
+                    self.app_id,
+                    batch_id,
+                    self.target.text,
+                )
+            elif counts is None:  # the target exists: the counts come from the write
+                counts = self._write(spark, df, batch_id, observe=self.facts is not None)
+                steps.lap("bronze")
+            elif counts.rows:
+                self._write(spark, df, batch_id, observe=False)
+                steps.lap("bronze")
+            duration_ms = round((time.monotonic() - clock) * 1000)
+            if self.facts is not None:
+                if counts is None:  # the write was skipped by Delta: count instead
+                    counts = count_batch(df)
+                    steps.lap("count")
+                self._append_facts(
+                    spark,
+                    self.facts,
+                    batch_id=batch_id,
+                    counts=counts,
+                    folded=self._fold(counts, end),
+                    started_at=started_at,
+                    duration_ms=duration_ms,
+                )
+                steps.lap("facts")
+        if self.metrics is not None:
+            self.metrics.clear()
+            steps.lap("clear")
+        self._expected = batch_id + 1
+        log.debug(
+            "%s: micro-batch %d: %s rows in %d ms (%s)",
+            self.app_id,
+            batch_id,
+            "?" if counts is None else counts.rows,
+            round((time.monotonic() - clock) * 1000),
+            steps,
+        )
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def _prepare(
+        self, spark: SparkSession, df: DataFrame, batch_id: int
+    ) -> tuple[Recorded | None, Verdict, dict[str, str] | None]:
+        """Steps 1 and 2: the checks, the rewind rule's verdict (with what the tables record
+        when it was read) and the batch's end from the offset log; old partition files gone."""
         self._check_columns(df)
         if self.facts is not None and not self._checked:
             check_facts_not_target(spark, self.target, self.facts)
@@ -173,65 +266,33 @@ class DeltaSink:
             )
         if self.metrics is not None:
             self._delete_partition_files(self.metrics)
-        with held(df) as cached:
-            counts = count_batch(cached)
-            folded = self._fold(counts)
-            if end is not None:  # Spark's own record of the batch's end, empty batches too
-                folded.end_lsn = end["lsn"]
-                folded.end_commit_ts = folded.end_commit_ts or parse_utc(end["commit_ts"] or None)
-            if verdict is Verdict.REPLAY:
-                assert recorded is not None
-                assert self.facts is not None
-                check_replay(
-                    self.app_id,
-                    batch_id,
-                    recorded,
-                    max_lsn=counts.max_lsn,
-                    end_lsn=folded.end_lsn,
-                    rows=counts.rows,
-                    facts_table=self.facts.text,
-                )
-                log.info(
-                    "%s: micro-batch %d already committed to %s and %s; skipped (replay)",
-                    self.app_id,
-                    batch_id,
-                    self.target.text,
-                    self.facts.text,
-                )
-            else:
-                if recorded is not None and recorded.target_txn == batch_id:
-                    log.info(
-                        "%s: micro-batch %d is already in %s (replay after a crash before its "
-                        "facts commit); writing its facts row",
-                        self.app_id,
-                        batch_id,
-                        self.target.text,
-                    )
-                if counts.rows:
-                    self._append_target(spark, cached, counts, batch_id)
-                duration_ms = round((time.monotonic() - clock) * 1000)
-                if self.facts is not None:
-                    self._append_facts(
-                        spark,
-                        self.facts,
-                        batch_id=batch_id,
-                        counts=counts,
-                        folded=folded,
-                        started_at=started_at,
-                        duration_ms=duration_ms,
-                    )
-                log.debug(
-                    "%s: micro-batch %d: %d rows in %d ms",
-                    self.app_id,
-                    batch_id,
-                    counts.rows,
-                    duration_ms,
-                )
-        if self.metrics is not None:
-            self.metrics.clear()
-        self._expected = batch_id + 1
+        return recorded, verdict, end
 
-    # -- steps ---------------------------------------------------------------------------------
+    def _skip_replay(
+        self,
+        batch_id: int,
+        recorded: Recorded,
+        counts: BatchCounts,
+        end: dict[str, str] | None,
+    ) -> None:
+        """A batch whose facts already landed: checked to be the recorded one, then skipped."""
+        assert self.facts is not None
+        check_replay(
+            self.app_id,
+            batch_id,
+            recorded,
+            max_lsn=counts.max_lsn,
+            end_lsn=self._fold(counts, end).end_lsn,
+            rows=counts.rows,
+            facts_table=self.facts.text,
+        )
+        log.info(
+            "%s: micro-batch %d already committed to %s and %s; skipped (replay)",
+            self.app_id,
+            batch_id,
+            self.target.text,
+            self.facts.text,
+        )
 
     def _check_columns(self, df: DataFrame) -> None:
         clash = clashing_columns(df.columns)
@@ -275,7 +336,16 @@ class DeltaSink:
                 except OSError as exc:
                     log.warning("could not delete metrics file %s: %s", info.path, exc)
 
-    def _fold(self, counts: BatchCounts) -> FoldedMetrics:
+    def _fold(self, counts: BatchCounts, end: dict[str, str] | None) -> FoldedMetrics:
+        """The metrics files, read after the batch was (and only once it was); ``end``, Spark's
+        own record of the batch's end (empty batches too), wins over theirs."""
+        folded = self._fold_files(counts)
+        if end is not None:
+            folded.end_lsn = end["lsn"]
+            folded.end_commit_ts = folded.end_commit_ts or parse_utc(end["commit_ts"] or None)
+        return folded
+
+    def _fold_files(self, counts: BatchCounts) -> FoldedMetrics:
         if self.metrics is None:
             return FoldedMetrics()
         parts = self.metrics.partitions()
@@ -298,18 +368,35 @@ class DeltaSink:
             return True
         return False
 
-    def _append_target(
-        self, spark: SparkSession, cached: DataFrame, counts: BatchCounts, batch_id: int
-    ) -> None:
-        out = with_sink_columns(cached, batch_id=batch_id, snapshot=None)
+    def _write(
+        self, spark: SparkSession, df: DataFrame, batch_id: int, *, observe: bool
+    ) -> BatchCounts | None:
+        """Appends the batch to the target; with ``observe``, returns the counts observed in
+        that same pass (``None``: the write brought none, Delta skipped it)."""
+        observed = ObservedCounts(df) if observe else None
+        out = with_sink_columns(
+            df if observed is None else observed.df, batch_id=batch_id, snapshot=None
+        )
         append_bronze(
             spark,
             self.target,
             out,
             txn=(bronze_app_id(self.app_id), batch_id),
-            metadata=metadata_json(counts, self.app_id, batch_id),
+            metadata=batch_metadata(self.app_id, batch_id),
             seen=self._existing,
         )
+        if observed is None:
+            return None
+        counts = observed.result()
+        if counts is None:
+            log.warning(
+                "%s: the append of micro-batch %d to %s observed no rows: Delta skipped it as "
+                "already written (another writer with this app_id?); counting the batch instead",
+                self.app_id,
+                batch_id,
+                self.target.text,
+            )
+        return counts
 
     def _append_facts(
         self,

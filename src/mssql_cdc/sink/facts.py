@@ -90,8 +90,8 @@ class BatchCounts:
 
 
 def metadata_json(counts: BatchCounts, app_id: str, batch_id: int) -> str:
-    """The bronze commit's ``userMetadata``: the counts plus ``batch_id`` and ``app_id``, times
-    as ISO-8601 with milliseconds."""
+    """The facts commit's ``userMetadata``: the counts plus ``batch_id`` and ``app_id``, times
+    as ISO-8601 with milliseconds (bronze commits carried it too before ADR 0090)."""
     payload: dict[str, Any] = asdict(counts)
     payload.update(batch_id=batch_id, app_id=app_id)
     for key in ("min_commit_ts", "max_commit_ts"):

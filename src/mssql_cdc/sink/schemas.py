@@ -107,7 +107,7 @@ FACTS_TABLE_COMMENT = (
     "One row per micro-batch written by mssql_cdc's delta_sink, empty batches included, so a "
     "current stream on a quiet table keeps adding rows: counts, LSN and commit-time ranges, the "
     "batch's end position and timings, and read, retention and lag figures when the reader "
-    "writes metrics. Each bronze commit carries the same counts in its userMetadata until log "
+    "writes metrics. The facts commit carries the same counts in its userMetadata until log "
     "cleanup drops it. Also one row per snapshot, source schema change, capture instance "
     "switch, skipped range, snapshot open, plan and chunk (column event)."
 )

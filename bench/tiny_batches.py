@@ -1,0 +1,138 @@
+"""A stream of tiny micro-batches: seconds the exactly-once sink spends per batch against one
+bare Delta append of the same rows.
+
+A processingTime query over small Parquet files (one file, ``--rows`` change rows of the
+stream's schema, per trigger) calls ``delta_sink`` (bronze and a facts table: one bronze
+commit and one facts commit per batch) and, in the same ``foreachBatch``, appends the same rows
+to another Delta table with a plain ``df.write.format("delta").mode("append")``; the two run in
+alternating order. The reader is not measured (the rows come from Parquet): this is the sink's
+fixed cost per batch. The first ``--warmup`` batches (table creation, JIT) are left out.
+
+    .venv/bin/python bench/tiny_batches.py [--batches 12] [--rows 10] [--warmup 2]
+
+Prints the median seconds per batch of both, their ratio (target: at most 2), and the median of
+each sink step (the sink's DEBUG line, docs/sink.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+SCHEMA = (
+    "_capture_instance STRING, _start_lsn STRING, _seqval STRING, _operation INT, "
+    "_command_id INT, _commit_ts TIMESTAMP_NTZ, id INT, name STRING"
+)
+T0 = datetime(2026, 1, 1)
+
+
+def rows_of(batch: int, rows: int) -> list[tuple[object, ...]]:
+    out = []
+    for i in range(rows):
+        n = batch * rows + i
+        lsn = f"0x{n + 1:020X}"
+        op = (2, 3, 4, 1)[i % 4]
+        out.append(("dbo_t", lsn, lsn, op, 1, T0 + timedelta(seconds=n), n, f"row {n}"))
+    return out
+
+
+def main() -> None:  # noqa: PLR0915 (one straight script)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batches", type=int, default=12)
+    parser.add_argument("--rows", type=int, default=10, help="change rows per batch")
+    parser.add_argument("--warmup", type=int, default=2)
+    args = parser.parse_args()
+
+    from mssql_cdc.sink import delta_sink
+    from mssql_cdc.spark import get_spark
+
+    steps: list[dict[str, int]] = []
+
+    class Steps(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            found = re.findall(r"(\w+) (\d+) ms", record.getMessage())
+            if "micro-batch" in record.getMessage() and found:
+                steps.append({("total" if n == "in" else n): int(ms) for n, ms in found})
+
+    sink_log = logging.getLogger("mssql_cdc.sink")
+    sink_log.setLevel(logging.DEBUG)
+    sink_log.addHandler(Steps())
+
+    work = Path(tempfile.mkdtemp(prefix="mssql-cdc-tiny-"))
+    spark = get_spark(
+        "mssql-cdc-tiny",
+        "local[2]",
+        config={
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.databricks.delta.snapshotPartitions": "2",
+        },
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    source = work / "source"
+    for batch in range(args.batches):
+        df = spark.createDataFrame(rows_of(batch, args.rows), SCHEMA).coalesce(1)
+        df.write.mode("append").parquet(str(source))
+
+    sink = delta_sink(str(work / "bronze"), "tiny", str(work / "facts"))
+    timings: list[tuple[float, float]] = []
+
+    def both(df: object, batch_id: int) -> None:
+        def timed_sink() -> float:
+            started = time.perf_counter()
+            sink(df, batch_id)  # type: ignore[arg-type]
+            return time.perf_counter() - started
+
+        def timed_bare() -> float:
+            started = time.perf_counter()
+            df.write.format("delta").mode("append").save(str(work / "bare"))  # type: ignore[attr-defined]
+            return time.perf_counter() - started
+
+        if batch_id % 2:
+            bare = timed_bare()
+            sunk = timed_sink()
+        else:
+            sunk = timed_sink()
+            bare = timed_bare()
+        timings.append((sunk, bare))
+        print(f"# batch {batch_id}: sink {sunk:.2f} s, bare append {bare:.2f} s", flush=True)
+
+    query = (
+        spark.readStream.schema(SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(source))
+        .writeStream.foreachBatch(both)
+        .option("checkpointLocation", str(work / "cp"))
+        .trigger(processingTime="1 second")
+        .start()
+    )
+    while len(timings) < args.batches and query.isActive:
+        query.awaitTermination(1)
+    query.stop()
+
+    kept = timings[args.warmup :]
+    kept_steps = steps[args.warmup :]
+    sink_s = statistics.median(t[0] for t in kept)
+    bare_s = statistics.median(t[1] for t in kept)
+    print(f"batches measured: {len(kept)} of {len(timings)}, {args.rows} rows each")
+    print(f"{'what':<34}{'median s':>10}")
+    print(f"{'sink (bronze + facts) per batch':<34}{sink_s:>10.3f}")
+    print(f"{'bare Delta append per batch':<34}{bare_s:>10.3f}")
+    print(f"{'ratio sink / bare':<34}{sink_s / bare_s:>10.2f}")
+    for name in dict.fromkeys(k for s in kept_steps for k in s):
+        values = [s[name] for s in kept_steps if name in s]
+        print(f"{'  sink step ' + name:<34}{statistics.median(values) / 1000:>10.3f}")
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
