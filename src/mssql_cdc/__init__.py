@@ -23,8 +23,9 @@ if TYPE_CHECKING:
         is_schema_changed,
     )
     from mssql_cdc.options import SourceOptions
-    from mssql_cdc.pipeline import CdcStream, stream
+    from mssql_cdc.pipeline import CdcStream, newest_snapshot, stream
     from mssql_cdc.source.registration import register
+    from mssql_cdc.types import Offset, OnDataLoss
 
     __version__: str
 
@@ -33,11 +34,14 @@ __all__ = [
     "DataLossError",
     "Lsn",
     "MssqlCdcError",
+    "Offset",
+    "OnDataLoss",
     "SchemaChangedError",
     "SourceOptions",
     "__version__",
     "is_data_loss",
     "is_schema_changed",
+    "newest_snapshot",
     "register",
     "stream",
 ]
@@ -48,10 +52,13 @@ _HOMES = {
     "DataLossError": "mssql_cdc.errors",
     "Lsn": "mssql_cdc._native",
     "MssqlCdcError": "mssql_cdc.errors",
+    "Offset": "mssql_cdc.types",
+    "OnDataLoss": "mssql_cdc.types",
     "SchemaChangedError": "mssql_cdc.errors",
     "SourceOptions": "mssql_cdc.options",
     "is_data_loss": "mssql_cdc.errors",
     "is_schema_changed": "mssql_cdc.errors",
+    "newest_snapshot": "mssql_cdc.pipeline",
     "register": "mssql_cdc.source.registration",
     "stream": "mssql_cdc.pipeline",
 }

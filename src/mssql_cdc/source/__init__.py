@@ -1,6 +1,8 @@
 """The Spark data sources ``mssql_cdc`` and ``mssql_cdc_snapshot`` (docs/data-sources.md,
 docs/reference/bronze-schema.md), and the surface the pipeline uses: :func:`register` and a
-bootstrap's :func:`snapshot_position`. ``mssql_cdc.pipeline`` imports the source only from here.
+bootstrap's :func:`snapshot_position`, a seed's :func:`seed_position` and the data-loss
+check before a query starts (:func:`find_loss`). ``mssql_cdc.pipeline`` imports the source only
+from here.
 
 Importing this package does not import PySpark; :mod:`mssql_cdc.source.datasource` does.
 """
@@ -8,7 +10,16 @@ Importing this package does not import PySpark; :mod:`mssql_cdc.source.datasourc
 from __future__ import annotations
 
 from mssql_cdc.options import SourceOptions
-from mssql_cdc.source.positions import SnapshotPosition, snapshot_position
+from mssql_cdc.source.positions import SnapshotPosition, seed_position, snapshot_position
 from mssql_cdc.source.registration import register
+from mssql_cdc.source.retention import Loss, find_loss
 
-__all__ = ["SnapshotPosition", "SourceOptions", "register", "snapshot_position"]
+__all__ = [
+    "Loss",
+    "SnapshotPosition",
+    "SourceOptions",
+    "find_loss",
+    "register",
+    "seed_position",
+    "snapshot_position",
+]
