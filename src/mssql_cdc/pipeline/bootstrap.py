@@ -1,5 +1,5 @@
 """``to_delta(bootstrap=True)``: the table's current rows appended to bronze once, before the
-stream starts at the snapshot's LSN (docs/streaming.md#bootstrap; ADR 0022).
+stream starts at the snapshot's LSN (docs/bootstrap.md; ADR 0022).
 
 Runs on the driver, in the calling Python process, before the query starts:
 
