@@ -44,7 +44,7 @@ def purge_after_stop(source, emulator, first_id: int) -> None:
     cleanup purging the first ones (retention one hour)."""
     source.sql(f"UPDATE dbo.orders SET qty = qty + 100 WHERE id < {first_id}")
     source.sql(f"INSERT INTO dbo.orders VALUES ({first_id}, N'lost', 1)")
-    source.sql(f"DELETE FROM dbo.orders WHERE id = {first_id - 1}")
+    source.sql(f"DELETE FROM dbo.orders WHERE id = {first_id - 9}")
     source.scan()
     emulator.advance_clock(dt.timedelta(days=2))
     source.sql(f"INSERT INTO dbo.orders VALUES ({first_id + 1}, N'kept', 2)")
@@ -254,3 +254,29 @@ def test_public_names_are_exported():
         assert getattr(mssql_cdc, name) is not None
     assert mssql_cdc.CdcStream.snapshot.__annotations__["return"] == "Offset"
     assert mssql_cdc.CdcStream.seed.__annotations__["return"] == "Offset"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        (False, {}, "cp", "on_data_loss='resnapshot' needs facts_table"),
+        (True, {"failOnDataLoss": "false"}, "cp", "needs failOnDataLoss=true"),
+        (True, {}, "s3://bucket/cp", "is a URI or a /dbfs path"),
+        (True, {}, "/dbfs/cp", "is a URI or a /dbfs path"),
+    ],
+)
+def test_resnapshot_requirements_are_checked_before_reading(spark, tmp_path, case):
+    facts, options, checkpoint, message = case
+    cdc = stream(
+        spark,
+        {"connectionString": "Server=tcp:127.0.0.1,1;", "captureInstance": "dbo_x", **options},
+    )
+    with pytest.raises(ValueError, match=message):
+        cdc.to_delta(
+            str(tmp_path / "bronze"),
+            "orders",
+            checkpoint if "/" in checkpoint else str(tmp_path / checkpoint),
+            str(tmp_path / "facts") if facts else None,
+            on_data_loss="resnapshot",
+        )
+    assert not (tmp_path / "bronze").exists()

@@ -111,7 +111,8 @@ def _resume_point(stream: _Stream, state: GenerationState) -> tuple[str, str] | 
     offset = last_committed_offset(live.checkpoint)
     if offset is not None:
         return offset["lsn"], offset["commit_ts"]
-    if last_batch(stream.spark, stream.facts, live.sink_id) is not None:
+    facts_exist = stream.facts.exists(stream.spark)
+    if facts_exist and last_batch(stream.spark, stream.facts, live.sink_id) is not None:
         raise ValueError(
             f"on_data_loss='resnapshot': the facts table records batches of {live.sink_id!r} "
             f"but Python finds no Spark commits in {live.checkpoint!r}: the checkpoint was "
