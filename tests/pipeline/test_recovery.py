@@ -148,7 +148,7 @@ def test_resnapshot_after_purge_opens_generation_one(spark, source, emulator, tm
     assert (state["generation"], state["snapshot_lsn"]) == (1, point["lsn"])
 
     # generation 1 goes on from its snapshot; the user keeps passing the original app_id
-    source.sql("UPDATE dbo.orders SET qty = 0 WHERE id = 1")
+    source.sql("UPDATE dbo.orders SET qty = 0 WHERE id = 2")
     source.scan()
     query = run(spark, source, tmp_path, "orders", "cp", bootstrap=True, on_data_loss="resnapshot")
     assert query.name == "orders.g1"

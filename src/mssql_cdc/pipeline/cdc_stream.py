@@ -179,7 +179,8 @@ class CdcStream:
         generation = Generation(0, app, location, None)
         if not is_uri(location):
             generation = live_generation(location, app)
-        _check_name_free(self.spark, chosen_name or generation.sink_id)
+        checked = chosen_name or generation.sink_id
+        _check_name_free(self.spark, checked)
         if facts_ref is not None:  # before the bootstrap writes anything
             check_facts_not_target(self.spark, target_ref, facts_ref)
             check_one_target(self.spark, app, target_ref, facts_ref)
@@ -198,7 +199,7 @@ class CdcStream:
             )
         sink_id, location = generation.sink_id, generation.checkpoint
         name = chosen_name or sink_id
-        if name != (chosen_name or app):
+        if name != checked:  # a re-snapshot opened a new generation
             _check_name_free(self.spark, name)
         metrics = resolve_metrics_path(
             location, sink_id, options.pop("metricsPath", None), has_facts=facts_ref is not None
