@@ -11,7 +11,6 @@ import logging
 
 import pytest
 
-import mssql_cdc
 from mssql_cdc import DataLossError, newest_snapshot, stream
 
 
@@ -246,14 +245,6 @@ def test_seed_from_a_copy_and_its_refusals(spark, source, emulator, tmp_path):
     assert emulator.cleanup(retention_minutes=60) > 0
     with pytest.raises(DataLossError, match="older than the CDC retention"):
         cdc.seed(str(tmp_path / "bronze2"), copy, recorded)
-
-
-def test_public_names_are_exported():
-    for name in ("newest_snapshot", "Offset", "OnDataLoss"):
-        assert name in mssql_cdc.__all__
-        assert getattr(mssql_cdc, name) is not None
-    assert mssql_cdc.CdcStream.snapshot.__annotations__["return"] == "Offset"
-    assert mssql_cdc.CdcStream.seed.__annotations__["return"] == "Offset"
 
 
 @pytest.mark.parametrize(

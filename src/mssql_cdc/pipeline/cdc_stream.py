@@ -37,7 +37,7 @@ from mssql_cdc.sink import (
     table_ref,
 )
 from mssql_cdc.source import register
-from mssql_cdc.types import OnDataLoss
+from mssql_cdc.types import Offset, OnDataLoss
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
     from mssql_cdc._native import Lsn
-    from mssql_cdc.types import Offset
 
 __all__ = ["CdcStream", "stream"]
 
