@@ -15,14 +15,14 @@ from test_recovery import purge_after_stop, rebuilt
 JOB = Path(__file__).with_name("_crash_job.py")
 
 
-def run_job(tmp_path, job, crash):
+def run_job(tmp_path, job, crash, timeout=240):
     job_file = tmp_path / "job.json"
     job_file.write_text(json.dumps({**job, "crash": crash}))
     return subprocess.run(
         [sys.executable, str(JOB), str(job_file)],
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=timeout,
         start_new_session=True,
         check=False,
     )
@@ -64,13 +64,13 @@ def test_killed_during_a_resnapshot_no_snapshot_row_twice(spark, source, emulato
         "app_id": "orders-crash",
         "to_delta": {"bootstrap": True, "on_data_loss": "resnapshot"},
     }
-    done = run_job(tmp_path, job, None)
+    done = run_job(tmp_path, job, None, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     purge_after_stop(source, emulator, 10)
     for step in ("resnapshot_bronze", "resnapshot_facts"):
-        done = run_job(tmp_path, job, [step, -1])
+        done = run_job(tmp_path, job, [step, -1], timeout=600)
         assert done.returncode == -signal.SIGKILL, (step, done.stderr[-3000:])
-    done = run_job(tmp_path, job, None)
+    done = run_job(tmp_path, job, None, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.splitlines()[-1])["name"] == "orders-crash.g1"
 
