@@ -23,9 +23,17 @@ if TYPE_CHECKING:
         is_schema_changed,
     )
     from mssql_cdc.options import SourceOptions
-    from mssql_cdc.pipeline import CdcStream, await_all, start_many, stop_all, stream
+    from mssql_cdc.pipeline import (
+        CdcStream,
+        await_all,
+        newest_snapshot,
+        start_many,
+        stop_all,
+        stream,
+    )
     from mssql_cdc.source.preflight import CheckItem, CheckReport, check
     from mssql_cdc.source.registration import register
+    from mssql_cdc.types import Offset, OnDataLoss
 
     __version__: str
 
@@ -36,6 +44,8 @@ __all__ = [
     "DataLossError",
     "Lsn",
     "MssqlCdcError",
+    "Offset",
+    "OnDataLoss",
     "SchemaChangedError",
     "SourceOptions",
     "__version__",
@@ -43,6 +53,7 @@ __all__ = [
     "check",
     "is_data_loss",
     "is_schema_changed",
+    "newest_snapshot",
     "register",
     "start_many",
     "stop_all",
@@ -59,10 +70,13 @@ _HOMES = {
     "DataLossError": "mssql_cdc.errors",
     "Lsn": "mssql_cdc._native",
     "MssqlCdcError": "mssql_cdc.errors",
+    "Offset": "mssql_cdc.types",
+    "OnDataLoss": "mssql_cdc.types",
     "SchemaChangedError": "mssql_cdc.errors",
     "SourceOptions": "mssql_cdc.options",
     "is_data_loss": "mssql_cdc.errors",
     "is_schema_changed": "mssql_cdc.errors",
+    "newest_snapshot": "mssql_cdc.pipeline",
     "register": "mssql_cdc.source.registration",
     "start_many": "mssql_cdc.pipeline",
     "stop_all": "mssql_cdc.pipeline",

@@ -3,13 +3,17 @@
 (this Python driver, Spark's JVM and its Python workers) at one step of a micro-batch.
 
 Usage: ``python _crash_job.py JOB.json`` where the JSON holds ``options``, ``bronze``,
-``facts``, ``checkpoint``, ``app_id`` and ``crash`` (``null`` to run to the end, or
-``[step, batch_id]``). Steps:
+``facts``, ``checkpoint``, ``app_id``, optionally ``to_delta`` (more keyword arguments of
+``to_delta``) and ``crash`` (``null`` to run to the end, or ``[step, batch_id]``). Steps:
 
 * ``read``: the sink read and counted the batch; nothing is written yet;
 * ``bronze``: the bronze append committed; the facts commit has not happened;
 * ``facts``: the facts commit landed; the sink has not returned;
-* ``commit``: the sink returned; Spark has not written the batch's commit log entry.
+* ``commit``: the sink returned; Spark has not written the batch's commit log entry;
+* ``resnapshot_bronze`` (batch ``-1``: before the query): a re-snapshot's bronze append
+  committed; its ``resnapshot`` facts row is not written;
+* ``resnapshot_facts`` (batch ``-1``): the ``resnapshot`` facts row landed; the generation
+  state is not recorded.
 
 The hooks wrap the sink from the outside (the library has no crash hooks): the call of the
 ``DeltaSink`` that ``to_delta`` builds, the sink's ``count_batch`` and ``TableRef.append``.
@@ -60,6 +64,8 @@ def main(job_file: str) -> int:
             crash("bronze")
         elif app_id == job["app_id"] + "#facts":
             crash("facts")
+        elif app_id == job["app_id"] + "#events" and version >= 1:
+            crash("resnapshot_facts" if self.path == job["facts"] else "resnapshot_bronze")
 
     DeltaSink.__call__ = call
     sink_delta.count_batch = count_batch
@@ -79,9 +85,11 @@ def main(job_file: str) -> int:
         checkpoint=job["checkpoint"],
         facts_table=job["facts"],
         trigger={"availableNow": True},
+        **job.get("to_delta", {}),
     )
     query.awaitTermination()
-    print(json.dumps({"batches": [p["batchId"] for p in query.recentProgress]}))
+    batches = [p["batchId"] for p in query.recentProgress]
+    print(json.dumps({"batches": batches, "name": query.name}))
     spark.stop()
     return 0
 

@@ -15,6 +15,8 @@ PUBLIC = {
     "DataLossError",
     "Lsn",
     "MssqlCdcError",
+    "Offset",
+    "OnDataLoss",
     "SchemaChangedError",
     "SourceOptions",
     "__version__",
@@ -22,6 +24,7 @@ PUBLIC = {
     "check",
     "is_data_loss",
     "is_schema_changed",
+    "newest_snapshot",
     "register",
     "start_many",
     "stop_all",
@@ -55,3 +58,18 @@ def test_error_tree():
     assert issubclass(errors.DataLossError, RuntimeError)
     assert issubclass(errors.SchemaChangedError, RuntimeError)
     assert mssql_cdc.Lsn.__module__ == "mssql_cdc"
+
+
+def test_recovery_surface_is_typed():
+    import typing
+
+    from mssql_cdc.pipeline import cdc_stream
+    from mssql_cdc.types import ON_DATA_LOSS
+
+    for method in (mssql_cdc.CdcStream.snapshot, mssql_cdc.CdcStream.seed):
+        assert method.__annotations__["return"] == "Offset"
+    assert mssql_cdc.CdcStream.to_delta.__annotations__["on_data_loss"] == "OnDataLoss"
+    assert (cdc_stream.Offset, cdc_stream.OnDataLoss) == (mssql_cdc.Offset, mssql_cdc.OnDataLoss)
+    assert typing.get_args(mssql_cdc.OnDataLoss) == ON_DATA_LOSS == ("fail", "resnapshot")
+    assert set(mssql_cdc.Offset.__annotations__) == {"lsn", "commit_ts"}
+    assert mssql_cdc.newest_snapshot.__annotations__["return"] == "Offset | None"

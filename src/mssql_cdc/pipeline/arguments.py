@@ -6,14 +6,18 @@ secret, and what is allowed.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from mssql_cdc.options import OPTION_NAMES
 
 __all__ = [
     "TRIGGER_KINDS",
+    "Recovery",
+    "check_recovery",
     "check_trigger",
     "copy_options",
     "interval_micros",
@@ -190,3 +194,58 @@ def check_trigger(trigger: object, *, serverless: bool = False) -> dict[str, obj
             "for fresher data",
         )
     return {kind: value}
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """``to_delta``'s data-loss arguments, checked."""
+
+    resnapshot: bool
+    interval_days: float
+
+
+def check_recovery(
+    on_data_loss: object,
+    resnapshot_interval_days: object,
+    snapshot_on_switch: object,
+    snapshot: object,
+) -> Recovery:
+    """``on_data_loss`` (``"fail"`` or ``"resnapshot"``), ``resnapshot_interval_days`` (a
+    finite number >= 0), ``snapshot_on_switch`` (only ``False`` in this release: it needs the
+    capture-instance switch detection) and ``snapshot`` (only ``"full"``: chunked snapshots
+    are not built yet).
+
+    Raises:
+        TypeError: a value of the wrong type.
+        ValueError: a value not allowed; the message names the parameter and the values.
+    """
+    if on_data_loss not in ("fail", "resnapshot"):
+        raise ValueError(f"on_data_loss must be 'fail' or 'resnapshot', got {on_data_loss!r}")
+    days = resnapshot_interval_days
+    if isinstance(days, bool) or not isinstance(days, (int, float)):
+        raise TypeError(
+            f"resnapshot_interval_days must be a number of days, got {type(days).__name__}"
+        )
+    if not math.isfinite(days) or days < 0:
+        raise ValueError(
+            f"resnapshot_interval_days must be a finite number >= 0 (0 allows a re-snapshot at "
+            f"every run), got {days!r}"
+        )
+    if not isinstance(snapshot_on_switch, bool):
+        raise TypeError(
+            f"snapshot_on_switch must be True or False, got {type(snapshot_on_switch).__name__}"
+        )
+    if snapshot_on_switch:
+        raise ValueError(
+            "snapshot_on_switch=True is not supported by this release (it needs the "
+            "capture-instance switch detection); pass False, and take a snapshot after a "
+            "switch with CdcStream.snapshot(target, resnapshot=True)"
+        )
+    if snapshot not in ("full", "chunked"):
+        raise ValueError(f"snapshot must be 'full' or 'chunked', got {snapshot!r}")
+    if snapshot == "chunked":
+        raise ValueError(
+            "snapshot='chunked' is not supported by this release; use snapshot='full', or "
+            "seed() from a copy for a table too big to read within the CDC retention"
+        )
+    return Recovery(on_data_loss == "resnapshot", float(days))

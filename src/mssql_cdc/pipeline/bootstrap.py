@@ -1,5 +1,5 @@
 """``to_delta(bootstrap=True)``: the table's current rows appended to bronze once, before the
-stream starts at the snapshot's LSN (docs/streaming.md#bootstrap; ADR 0022).
+stream starts at the snapshot's LSN (docs/bootstrap.md; ADR 0022).
 
 Runs on the driver, in the calling Python process, before the query starts:
 
@@ -7,8 +7,10 @@ Runs on the driver, in the calling Python process, before the query starts:
    table in any spelling; ``to_delta`` has refused an app_id recorded for another target), else
    this app_id's snapshot
    commit in the target (``txnAppId`` ``<app_id>#events``), else operation-0 rows of any
-   capture instance of the table; found, nothing is read (a missing ``bootstrap`` row is
-   written from the target's rows);
+   capture instance of the table, as long as CDC still holds every change after them (a
+   snapshot another stream took before changes were purged is no start: a new app_id after a
+   ``DataLossError`` takes a new snapshot, ADR 0100); found, nothing is read (a missing
+   ``bootstrap`` row is written from the target's rows);
 2. otherwise record the snapshot LSN L (``sys.fn_cdc_get_max_lsn()``), write the
    ``snapshot_open`` facts row, read the table through ``format("mssql_cdc_snapshot")`` stamped
    with L, append it in one commit (``txnAppId`` ``<app_id>#events``, ``txnVersion`` 0, so a
@@ -17,29 +19,30 @@ Runs on the driver, in the calling Python process, before the query starts:
 
 The stream then starts with ``startingLsn`` = L, taken as already processed, so every change
 committed during the read arrives as a change after it: the latest image per key is the
-table's. Both ends log at INFO under ``mssql_cdc.pipeline``. Every read and write of bronze and
-facts goes through ``mssql_cdc.sink``, which owns the tables and names the ``txnAppId`` values.
+table's. Both ends log at INFO under ``mssql_cdc.pipeline`` (``pipeline.snapshots``). Every
+read and write of bronze and facts goes through ``mssql_cdc.sink``, which owns the tables and
+names the ``txnAppId`` values.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mssql_cdc._native import Lsn
 from mssql_cdc.options import ReaderOptions
+from mssql_cdc.pipeline.snapshots import SnapshotKind, take_snapshot
 from mssql_cdc.sink import (
+    BOOTSTRAP_VERSION,
     TableRef,
     bootstrap_lsn,
+    events_app_id,
     find_snapshot,
     snapshot_rows,
-    utc_now,
     write_bootstrap,
-    write_snapshot,
-    write_snapshot_open,
 )
-from mssql_cdc.source import snapshot_position
+from mssql_cdc.source import find_loss, snapshot_position
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -59,6 +62,22 @@ class Bootstrap:
     rows: int | None = None
 
 
+def _still_a_start(options: ReaderOptions, app_id: str, lsn: str) -> bool:
+    """Whether a stream can start after the snapshot ``lsn`` without ``DataLossError``."""
+    loss = find_loss(options, Lsn.parse(lsn))
+    if loss is None:
+        return True
+    log.info(
+        "%s: the snapshot at %s in bronze is older than what CDC holds (%s min_lsn %s): "
+        "taking a new snapshot",
+        app_id,
+        lsn,
+        loss.capture_instance,
+        loss.min_lsn,
+    )
+    return False
+
+
 def _find(
     spark: SparkSession,
     options: ReaderOptions,
@@ -70,7 +89,13 @@ def _find(
     recorded = bootstrap_lsn(spark, facts, app_id, target)
     if recorded is not None:
         return recorded, False
-    return find_snapshot(spark, target, app_id, lambda: snapshot_position(options).instances)
+    return find_snapshot(
+        spark,
+        target,
+        app_id,
+        lambda: snapshot_position(options).instances,
+        usable=lambda lsn: _still_a_start(options, app_id, lsn),
+    )
 
 
 def _take(
@@ -82,60 +107,30 @@ def _take(
     app_id: str,
     facts: TableRef | None,
 ) -> Bootstrap:
-    position = snapshot_position(options)
-    lsn = str(position.lsn)
-    log.info(
-        "%s: bootstrap of %s into %s: snapshot LSN %s, reading the table",
-        app_id,
-        options.capture_instance,
-        target.text,
-        lsn,
-    )
-    if facts is not None:
-        write_snapshot_open(
-            spark,
-            facts,
-            app_id=app_id,
-            snapshot_lsn=lsn,
-            commit_ts=position.commit_ts,
-            target=target,
-        )
-    started_at, clock = utc_now(), time.monotonic()
-    read_options = {k: v for k, v in raw.items() if k.lower() != "metricspath"}
-    read_options["snapshotLsn"] = lsn
-    df = spark.read.format("mssql_cdc_snapshot").options(**read_options).load()
-    write_snapshot(
+    taken = take_snapshot(
         spark,
-        target,
-        df,
+        raw,
+        options,
+        snapshot_position(options),
+        target=target,
         app_id=app_id,
-        snapshot_lsn=lsn,
-        capture_instance=options.capture_instance,
+        facts=facts,
+        txn=(events_app_id(app_id), BOOTSTRAP_VERSION),
+        kind=SnapshotKind("bootstrap"),
     )
-    rows, _ = snapshot_rows(spark, target, lsn)
-    duration_ms = round((time.monotonic() - clock) * 1000)
     if facts is not None:
         write_bootstrap(
             spark,
             facts,
             app_id=app_id,
             target=target,
-            lsn=lsn,
-            commit_ts=position.commit_ts,
-            rows=rows,
-            started_at=started_at,
-            duration_ms=duration_ms,
+            lsn=taken.lsn,
+            commit_ts=taken.commit_ts,
+            rows=taken.rows,
+            started_at=taken.started_at,
+            duration_ms=taken.duration_ms,
         )
-    log.info(
-        "%s: bootstrap of %s done: %d rows at %s appended to %s in %.1f s",
-        app_id,
-        options.capture_instance,
-        rows,
-        lsn,
-        target.text,
-        duration_ms / 1000,
-    )
-    return Bootstrap(lsn, taken=True, rows=rows)
+    return Bootstrap(taken.lsn, taken=True, rows=taken.rows)
 
 
 def bootstrap(

@@ -1,9 +1,12 @@
 """``stream(spark, options)`` and ``CdcStream.to_delta(...)``: the common pipeline, declared
 once (docs/streaming.md).
 
-Runs on the driver. ``to_delta`` checks its arguments, resolves the metrics directory, takes or
-finds the bootstrap snapshot when asked, then starts ``readStream.format("mssql_cdc")`` written
-through ``foreachBatch`` into the Delta sink and returns the ``StreamingQuery`` without waiting.
+Runs on the driver. ``to_delta`` checks its arguments, reads the live generation (and with
+``on_data_loss="resnapshot"`` re-snapshots after data loss into a new one), resolves the
+metrics directory, takes or finds the bootstrap snapshot when asked, then starts
+``readStream.format("mssql_cdc")`` written through ``foreachBatch`` into the Delta sink and
+returns the ``StreamingQuery`` without waiting. ``snapshot()`` and ``seed()`` write a snapshot
+without starting a query (docs/bootstrap.md, docs/data-loss.md, docs/generations.md).
 """
 
 from __future__ import annotations
@@ -15,22 +18,35 @@ from typing import TYPE_CHECKING
 from mssql_cdc._metrics import metrics_dir
 from mssql_cdc.connection_string import move_password
 from mssql_cdc.options import ReaderOptions, SourceOptions, parse_options
-from mssql_cdc.pipeline.arguments import check_trigger, copy_options, path_argument, text_argument
-from mssql_cdc.pipeline.locations import check_checkpoint, resolve_metrics_path
+from mssql_cdc.pipeline.arguments import (
+    check_recovery,
+    check_trigger,
+    copy_options,
+    path_argument,
+    text_argument,
+)
+from mssql_cdc.pipeline.locations import check_checkpoint, is_uri, resolve_metrics_path
 from mssql_cdc.pipeline.platform import detect_platform
+from mssql_cdc.pipeline.recovery import Generation, live_generation
 from mssql_cdc.sink import (
     DeltaSink,
+    TableRef,
     check_facts_not_target,
     check_one_target,
     sink_arguments,
+    table_ref,
 )
 from mssql_cdc.source import register
+from mssql_cdc.types import Offset, OnDataLoss
 
 if TYPE_CHECKING:
+    import datetime as dt
     import os
 
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
+
+    from mssql_cdc._native import Lsn
 
 __all__ = ["CdcStream", "stream"]
 
@@ -81,6 +97,10 @@ class CdcStream:
         trigger: Mapping[str, object] | None = None,
         query_name: str | None = None,
         bootstrap: bool = False,
+        on_data_loss: OnDataLoss = "fail",
+        resnapshot_interval_days: float = 7.0,
+        snapshot_on_switch: bool = False,
+        snapshot: str = "full",
     ) -> StreamingQuery:
         """Starts the stream into a Delta bronze table and returns without waiting.
 
@@ -99,9 +119,22 @@ class CdcStream:
                 ``None``: Spark's default (back-to-back batches). ``continuous`` is refused
                 (it runs no ``foreachBatch``). On Databricks serverless compute only
                 ``{"availableNow": True}`` runs: anything else is a ``ValueError``.
-            query_name: the query's name; default ``app_id``.
+            query_name: the query's name; default the sink id (``app_id``, or
+                ``<app_id>.g<n>`` in generation ``n``).
             bootstrap: append the table's current rows once (operation 0) and start the
                 checkpoint at the snapshot's LSN; later runs find it and read nothing.
+            on_data_loss: ``"fail"`` (the query stops with ``DataLossError``) or
+                ``"resnapshot"``: before the query starts, when the changes after where the
+                stream stands are purged, re-snapshot the table into ``target``, record the
+                lost range in a ``resnapshot`` facts row and run in a new generation
+                (``<checkpoint>/_generations/<n>``, sink id ``<app_id>.g<n>``). Needs
+                ``facts_table``, ``failOnDataLoss`` true and a local or Volume checkpoint.
+                Keep passing the original ``app_id`` and ``checkpoint``.
+            resnapshot_interval_days: at most one automatic re-snapshot (or failed attempt)
+                per this many days; a second loss inside it is a ``DataLossError`` saying when
+                the last one was. ``0`` allows one at every run.
+            snapshot_on_switch: only ``False`` in this release.
+            snapshot: only ``"full"`` in this release (``"chunked"`` is refused).
 
         Returns:
             The started ``StreamingQuery``.
@@ -110,20 +143,27 @@ class CdcStream:
             TypeError: an argument has the wrong type (the message names it).
             ValueError: an empty argument, a bad ``trigger`` (or one serverless compute
                 refuses), a checkpoint Spark and Python would find in two places (on
-                Databricks), ``bootstrap`` with the ``startingLsn`` option, a ``dbfs:/`` or
+                Databricks), ``bootstrap`` with the ``startingLsn`` option, a bad
+                ``on_data_loss``/``resnapshot_interval_days``/``snapshot``, ``"resnapshot"``
+                without facts, with ``failOnDataLoss=false`` or a URI checkpoint, a ``dbfs:/`` or
                 unopenable ``metricsPath``, ``facts_table`` naming ``target`` (in any
                 spelling), an ``app_id`` the facts table records writing to another target,
                 a ``query_name`` already active. All are raised before anything is
                 read or written.
+            DataLossError: with ``on_data_loss="resnapshot"``, a second loss within
+                ``resnapshot_interval_days``, or a re-snapshot outlived by the retention.
             PermissionError, SqlServerError: from the bootstrap's reads of SQL Server.
         """
         # Every argument is checked before anything is read or written (the bootstrap reads
         # and writes the whole table before Spark would look at the trigger or the name).
         target_ref, app, facts_ref = sink_arguments(target, app_id, facts_table)
         location = path_argument("checkpoint", checkpoint)
-        name = text_argument("query_name", query_name, optional=True) or app
+        chosen_name = text_argument("query_name", query_name, optional=True)
         if not isinstance(bootstrap, bool):
             raise TypeError(f"bootstrap must be True or False, got {type(bootstrap).__name__}")
+        recovery = check_recovery(
+            on_data_loss, resnapshot_interval_days, snapshot_on_switch, snapshot
+        )
         where = detect_platform(self.spark)
         triggers = check_trigger(trigger, serverless=where.serverless)
         check_checkpoint(location, databricks=where.databricks)
@@ -133,20 +173,44 @@ class CdcStream:
                 "bootstrap=True sets startingLsn itself (to the snapshot's LSN): remove the "
                 "startingLsn option, or pass bootstrap=False"
             )
-        _check_name_free(self.spark, name)
-        metrics = resolve_metrics_path(
-            location, app, options.pop("metricsPath", None), has_facts=facts_ref is not None
-        )
-        # the sink's arguments were checked above, once (sink_arguments): built directly
-        sink = DeltaSink(
-            target_ref, app, facts_ref, None if metrics is None else metrics_dir(metrics), location
-        )
+        if recovery.resnapshot:
+            self._check_resnapshot(location, facts_ref)
+        generation = Generation(0, app, location, None)
+        if not is_uri(location):
+            generation = live_generation(location, app)
+        checked = chosen_name or generation.sink_id
+        _check_name_free(self.spark, checked)
         if facts_ref is not None:  # before the bootstrap writes anything
             check_facts_not_target(self.spark, target_ref, facts_ref)
             check_one_target(self.spark, app, target_ref, facts_ref)
+        if recovery.resnapshot and facts_ref is not None:
+            from mssql_cdc.pipeline.recovery import recover
+
+            generation = recover(
+                self.spark,
+                options,
+                self._parsed,
+                target=target_ref,
+                app_id=app,
+                facts=facts_ref,
+                checkpoint=location,
+                interval_days=recovery.interval_days,
+            )
+        sink_id, location = generation.sink_id, generation.checkpoint
+        name = chosen_name or sink_id
+        if name != checked:  # a re-snapshot opened a new generation
+            _check_name_free(self.spark, name)
+        metrics = resolve_metrics_path(
+            location, sink_id, options.pop("metricsPath", None), has_facts=facts_ref is not None
+        )
+        # the sink's arguments were checked above, once (sink_arguments): built directly
+        folder = None if metrics is None else metrics_dir(metrics)
+        sink = DeltaSink(target_ref, sink_id, facts_ref, folder, location)
         if metrics is not None:
             options["metricsPath"] = metrics
-        if bootstrap:
+        if generation.starting_lsn is not None:  # generation n > 0 starts after its snapshot
+            options["startingLsn"] = generation.starting_lsn
+        elif bootstrap:
             from mssql_cdc.pipeline.bootstrap import bootstrap as run_bootstrap
 
             done = run_bootstrap(
@@ -166,7 +230,7 @@ class CdcStream:
         query = writer.start()
         log.info(
             "%s: started query %r: %s -> %s (checkpoint %s, facts %s, metrics %s)",
-            app,
+            sink_id,
             name,
             self._parsed.capture_instance,
             target_ref.text,
@@ -175,6 +239,149 @@ class CdcStream:
             metrics,
         )
         return query
+
+    def _check_resnapshot(self, checkpoint: str, facts: TableRef | None) -> None:
+        what = "on_data_loss='resnapshot'"
+        if facts is None:
+            raise ValueError(
+                f"{what} needs facts_table: the resnapshot facts row records the lost range "
+                "and the generation"
+            )
+        if not self._parsed.fail_on_data_loss:
+            raise ValueError(
+                f"{what} needs failOnDataLoss=true: with false a purge is skipped during a "
+                "batch and the gap hidden, so no re-snapshot would ever cover it"
+            )
+        if is_uri(checkpoint) or checkpoint == "/dbfs" or checkpoint.startswith("/dbfs/"):
+            raise ValueError(
+                f"{what} keeps its generation state in the checkpoint, which Python must read "
+                f"where Spark writes it: {checkpoint!r} is a URI or a /dbfs path; use a local "
+                "path or a Unity Catalog Volume (/Volumes/<catalog>/<schema>/<volume>/...)"
+            )
+
+    def snapshot(
+        self,
+        target: str,
+        *,
+        resnapshot: bool = False,
+        app_id: str | None = None,
+        facts_table: str | None = None,
+    ) -> Offset:
+        """Appends the tracked table's current rows to ``target`` as a snapshot (operation 0,
+        stamped with the LSN recorded before the read) and returns its offset, for
+        ``startingLsn`` of a new checkpoint. Starts no query and writes no ``bootstrap`` row.
+
+        Args:
+            target: the bronze table (name or path).
+            resnapshot: always read a new snapshot. ``False``: when ``target`` already holds
+                a snapshot of the table (any of its capture instances) that a stream can still
+                start after (CDC holds every change after it), return its offset and read
+                nothing.
+            app_id: the stream the snapshot is for: its commit carries ``<app_id>#events``,
+                so ``to_delta(app_id=..., bootstrap=True)`` later finds it; needed with
+                ``facts_table``.
+            facts_table: write the ``snapshot_open`` facts row there.
+
+        Returns:
+            ``{"lsn": ..., "commit_ts": ...}`` of the snapshot.
+
+        Raises:
+            TypeError, ValueError: a bad argument (``facts_table`` without ``app_id``).
+            PermissionError, SqlServerError: from the reads of SQL Server.
+        """
+        from mssql_cdc.pipeline.manual import take_manual_snapshot
+
+        target_ref, app, facts_ref = self._snapshot_arguments(target, app_id, facts_table)
+        if not isinstance(resnapshot, bool):
+            raise TypeError(f"resnapshot must be True or False, got {type(resnapshot).__name__}")
+        return take_manual_snapshot(
+            self.spark,
+            dict(self._options),
+            self._parsed,
+            target=target_ref,
+            app_id=app,
+            facts=facts_ref,
+            resnapshot=resnapshot,
+        )
+
+    def seed(
+        self,
+        target: str,
+        df: DataFrame,
+        as_of: dt.datetime | Lsn | str,
+        *,
+        app_id: str | None = None,
+        facts_table: str | None = None,
+        allow_missing_columns: bool = False,
+        reseed: bool = False,
+    ) -> Offset:
+        """Appends ``df``, a copy of the tracked table the user already has, to ``target`` as
+        its snapshot, for a table too big to read within the CDC retention;
+        ``to_delta(bootstrap=True)`` then starts after it and reads nothing.
+
+        Args:
+            target: the bronze table (name or path).
+            df: the copy; columns matched to the captured columns by name ignoring case and
+                cast to their types; other columns dropped.
+            as_of: when the copy started being read (``datetime``; naive = UTC), mapped to
+                the last commit at or before it on the server's clock, or an LSN recorded
+                before the read (``Lsn`` or ``"0x..."`` text), exact. Earlier is always safe.
+            app_id: the stream the seed is for (its ``bootstrap`` facts row, and the commit
+                ``to_delta(app_id=..., bootstrap=True)`` finds); needed with ``facts_table``.
+            facts_table: write the ``bootstrap`` facts row there.
+            allow_missing_columns: seed captured columns the copy lacks as NULL.
+            reseed: replace the target's snapshot with a newer copy (then start a new
+                checkpoint with a new app_id).
+
+        Returns:
+            The seed's offset; the same one again when rerun with the same ``as_of``.
+
+        Raises:
+            DataLossError: ``as_of`` older than every commit CDC holds, or the changes after
+                it purged ("Seed from a newer copy").
+            ValueError: an LSN not recorded yet, a missing captured column, a target that
+                already holds a snapshot (without ``reseed``, or a copy not newer than it),
+                ``facts_table`` without ``app_id``.
+            TypeError: a bad argument type.
+        """
+        from pyspark.sql import DataFrame as SparkFrame
+
+        from mssql_cdc.pipeline.seeding import seed, seed_as_of
+
+        target_ref, app, facts_ref = self._snapshot_arguments(target, app_id, facts_table)
+        if not isinstance(df, SparkFrame):
+            raise TypeError(f"df must be a Spark DataFrame, got {type(df).__name__}")
+        for flag, value in (("allow_missing_columns", allow_missing_columns), ("reseed", reseed)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{flag} must be True or False, got {type(value).__name__}")
+        return seed(
+            self.spark,
+            dict(self._options),
+            self._parsed,
+            target=target_ref,
+            df=df,
+            as_of=seed_as_of(as_of),
+            app_id=app,
+            facts=facts_ref,
+            allow_missing_columns=allow_missing_columns,
+            reseed=reseed,
+        )
+
+    def _snapshot_arguments(
+        self, target: str, app_id: str | None, facts_table: str | None
+    ) -> tuple[TableRef, str | None, TableRef | None]:
+        target_ref = table_ref(target, "target")
+        app = text_argument("app_id", app_id, optional=True)
+        facts_text = text_argument("facts_table", facts_table, optional=True)
+        if facts_text is not None and app is None:
+            raise ValueError(
+                "facts_table needs app_id: the facts rows are the stream's (pass the app_id "
+                "you give to_delta)"
+            )
+        facts_ref = None if facts_text is None else table_ref(facts_text, "facts_table")
+        if facts_ref is not None:
+            check_facts_not_target(self.spark, target_ref, facts_ref)
+        return target_ref, app, facts_ref
 
 
 def stream(spark: SparkSession, options: SourceOptions | Mapping[str, object]) -> CdcStream:

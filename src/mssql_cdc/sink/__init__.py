@@ -13,17 +13,36 @@ written. See docs/sink.md.
 
 from __future__ import annotations
 
-from mssql_cdc.sink.app_ids import bronze_app_id, events_app_id, facts_app_id
-from mssql_cdc.sink.bronze import change_history, find_snapshot, snapshot_rows, write_snapshot
+from mssql_cdc.sink.app_ids import (
+    BOOTSTRAP_VERSION,
+    MANUAL_SNAPSHOT_APP_ID,
+    bronze_app_id,
+    events_app_id,
+    facts_app_id,
+    generation_app_id,
+    resnapshot_version,
+)
+from mssql_cdc.sink.bronze import (
+    change_history,
+    find_snapshot,
+    newest_whole_snapshot,
+    snapshot_rows,
+    snapshot_txn_version,
+    with_sink_columns,
+    write_snapshot,
+)
 from mssql_cdc.sink.control import ensure_control_table, merge_verdict, read_verdict
 from mssql_cdc.sink.delta import DeltaSink, delta_sink
 from mssql_cdc.sink.facts import parse_utc, utc_now
 from mssql_cdc.sink.facts_table import (
     bootstrap_lsn,
     ensure_facts_table,
+    last_batch,
+    newest_snapshot_event,
     recent_events,
     stream_summaries,
     write_bootstrap,
+    write_resnapshot,
     write_snapshot_open,
 )
 from mssql_cdc.sink.identity import check_facts_not_target, check_one_target, sink_arguments
@@ -31,9 +50,11 @@ from mssql_cdc.sink.schemas import BRONZE, CONTROL, FACTS, TableKind
 from mssql_cdc.sink.tables import TableRef, same_table, table_ref
 
 __all__ = [
+    "BOOTSTRAP_VERSION",
     "BRONZE",
     "CONTROL",
     "FACTS",
+    "MANUAL_SNAPSHOT_APP_ID",
     "DeltaSink",
     "TableKind",
     "TableRef",
@@ -48,17 +69,25 @@ __all__ = [
     "events_app_id",
     "facts_app_id",
     "find_snapshot",
+    "generation_app_id",
+    "last_batch",
     "merge_verdict",
+    "newest_snapshot_event",
+    "newest_whole_snapshot",
     "parse_utc",
     "read_verdict",
     "recent_events",
+    "resnapshot_version",
     "same_table",
     "sink_arguments",
     "snapshot_rows",
+    "snapshot_txn_version",
     "stream_summaries",
     "table_ref",
     "utc_now",
+    "with_sink_columns",
     "write_bootstrap",
+    "write_resnapshot",
     "write_snapshot",
     "write_snapshot_open",
 ]

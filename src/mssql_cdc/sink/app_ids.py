@@ -8,18 +8,34 @@ per kind and a replay of any commit is skipped by Delta:
   id;
 * :func:`facts_app_id` (``<app_id>#facts``): each micro-batch's facts commit, ``txnVersion``
   the batch id;
-* :func:`events_app_id` (``<app_id>#events``): the bootstrap snapshot's bronze append and its
-  ``bootstrap`` facts row, ``txnVersion`` 0.
+* :func:`events_app_id` (``<app_id>#events``): the snapshot appends to bronze and their
+  ``bootstrap``/``resnapshot`` facts rows: ``txnVersion`` 0 for the bootstrap snapshot (or the
+  seed), :func:`resnapshot_version` (the generation ``n``) for the re-snapshot that opens
+  generation ``n``, :data:`MANUAL_SNAPSHOT_APP_ID` for ``snapshot()`` without an app_id;
+* :func:`generation_app_id` (``<app_id>.g<n>``): the sink id of generation ``n`` > 0 (its
+  micro-batches use the three ids above derived from it).
 
 ``snapshot_open`` facts rows carry no ``txnAppId`` (each run that reads the table writes one).
 """
 
 from __future__ import annotations
 
-__all__ = ["BOOTSTRAP_VERSION", "bronze_app_id", "events_app_id", "facts_app_id"]
+__all__ = [
+    "BOOTSTRAP_VERSION",
+    "MANUAL_SNAPSHOT_APP_ID",
+    "bronze_app_id",
+    "events_app_id",
+    "facts_app_id",
+    "generation_app_id",
+    "resnapshot_version",
+]
 
 #: ``txnVersion`` of the bootstrap snapshot's commits (one snapshot per app_id)
 BOOTSTRAP_VERSION = 0
+
+#: ``txnAppId`` of a ``snapshot()`` taken without an app_id (``txnVersion`` the number of
+#: such snapshots already in the target: each call that reads appends once)
+MANUAL_SNAPSHOT_APP_ID = "mssql_cdc#snapshot"
 
 
 def bronze_app_id(app_id: str) -> str:
@@ -35,3 +51,16 @@ def facts_app_id(app_id: str) -> str:
 def events_app_id(app_id: str) -> str:
     """``txnAppId`` of a stream's snapshot commits (target and facts)."""
     return f"{app_id}#events"
+
+
+def generation_app_id(app_id: str, generation: int) -> str:
+    """The sink id of ``generation``: ``app_id`` for 0, ``<app_id>.g<n>`` after."""
+    return app_id if generation == 0 else f"{app_id}.g{generation}"
+
+
+def resnapshot_version(generation: int) -> int:
+    """``txnVersion`` (under :func:`events_app_id` of the user's app_id) of the re-snapshot
+    that opens ``generation`` (>= 1): the generation itself, above the bootstrap's 0."""
+    if generation < 1:
+        raise ValueError(f"a re-snapshot opens generation 1 or later, got {generation}")
+    return generation

@@ -5,8 +5,9 @@ three columns the sink adds (``schemas.BRONZE``: ``_batch_id``, ``_snapshot``, `
 Two kinds of commit append to it, both through :func:`append_bronze`: a micro-batch
 (``txnAppId`` ``<app_id>``, ``txnVersion`` the batch id, ``userMetadata``
 :func:`batch_metadata`; tables written before ADR 0090 also hold the batch's counts there) and a
-bootstrap snapshot (``<app_id>#events``, version 0, ``{"event": "bootstrap", ...}``), the ids
-named in ``app_ids``. The readers answer what the bootstrap and ``mssql-cdc verify`` ask.
+snapshot (``<app_id>#events``; version 0 and ``{"event": "bootstrap", ...}`` for the bootstrap
+snapshot or a seed, the generation and ``{"event": "resnapshot", ...}`` for a re-snapshot), the
+ids named in ``app_ids``. The readers answer what the bootstrap and ``mssql-cdc verify`` ask.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ __all__ = [
     "change_history",
     "clashing_columns",
     "find_snapshot",
+    "newest_whole_snapshot",
     "snapshot_rows",
+    "snapshot_txn_version",
     "type_clash_error",
     "with_sink_columns",
     "write_snapshot",
@@ -116,23 +119,40 @@ def write_snapshot(
     app_id: str,
     snapshot_lsn: str,
     capture_instance: str,
+    event: str = "bootstrap",
+    version: int = BOOTSTRAP_VERSION,
+    txn_app_id: str | None = None,
+    extra: dict[str, object] | None = None,
 ) -> None:
-    """Appends a bootstrap snapshot's rows (operation 0, ``_snapshot`` = its LSN) once per
-    app_id: ``txnAppId`` ``<app_id>#events``, ``txnVersion`` 0."""
+    """Appends a snapshot's rows (operation 0, ``_snapshot`` = its LSN) in one commit, once
+    per ``(txnAppId, txnVersion)``: by default the bootstrap snapshot, ``<app_id>#events``
+    version 0; a re-snapshot passes ``event="resnapshot"`` and its generation as ``version``;
+    ``txn_app_id`` replaces ``<app_id>#events`` (a ``snapshot()`` without an app_id);
+    ``extra`` adds keys to the commit's ``userMetadata``."""
     out = with_sink_columns(df, batch_id=None, snapshot=snapshot_lsn)
-    meta = {
+    meta: dict[str, object] = {
         "app_id": app_id,
-        "event": "bootstrap",
+        "event": event,
         "snapshot_lsn": snapshot_lsn,
         "capture_instance": capture_instance,
+        **(extra or {}),
     }
     append_bronze(
         spark,
         target,
         out,
-        txn=(events_app_id(app_id), BOOTSTRAP_VERSION),
+        txn=(txn_app_id or events_app_id(app_id), version),
         metadata=json.dumps(meta),
     )
+
+
+def snapshot_txn_version(spark: SparkSession, target: TableRef, txn_app_id: str) -> int:
+    """The last ``txnVersion`` of snapshot commits under ``txn_app_id`` in the target (``-1``
+    for none, or no target)."""
+    if not target.exists(spark):
+        return -1
+    found = txn_version(spark, target, txn_app_id)
+    return -1 if found is None else found
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -175,14 +195,20 @@ def _from_history(spark: SparkSession, target: TableRef, app_id: str) -> str | N
 
 
 def find_snapshot(
-    spark: SparkSession, target: TableRef, app_id: str, instances: Callable[[], Sequence[str]]
+    spark: SparkSession,
+    target: TableRef,
+    app_id: str,
+    instances: Callable[[], Sequence[str]],
+    usable: Callable[[str], bool] | None = None,
 ) -> tuple[str | None, bool]:
     """The LSN of a snapshot already in bronze, and whether it was found there (``True``) or
     not at all (``None, False``).
 
     In order: this app_id's snapshot commit (``<app_id>#events``; its LSN from the rows, else
     from the commit's ``userMetadata``), else the newest operation-0 rows of any of
-    ``instances()`` (called only when bronze holds operation-0 rows).
+    ``instances()`` (called only when bronze holds operation-0 rows), when ``usable`` (if
+    given) accepts its LSN: a snapshot another stream took is no start for this one once the
+    changes after it are purged.
     """
     from pyspark.sql import functions as sf
 
@@ -198,7 +224,25 @@ def find_snapshot(
         return None, False
     names = [name.lower() for name in instances()]
     found = _max_snapshot(df.where(sf.lower(sf.col("_capture_instance")).isin(names)))
+    if found is not None and usable is not None and not usable(found):
+        return None, False
     return found, found is not None
+
+
+def newest_whole_snapshot(spark: SparkSession, target: TableRef) -> tuple[str, Any] | None:
+    """The newest whole snapshot in the target (operation-0 rows not read as a chunk): its
+    LSN (``coalesce(_snapshot, _start_lsn)``) and commit time; ``None`` without one."""
+    from pyspark.sql import functions as sf
+
+    if not target.exists(spark):
+        return None
+    df = target.read(spark).where(sf.col("_operation") == 0)
+    if "_chunk" in df.columns:
+        df = df.where(sf.col("_chunk").isNull())
+    row = (
+        df.select(_stamp(df).alias("s"), "_commit_ts").orderBy(sf.col("s").desc()).limit(1).first()
+    )
+    return None if row is None else (str(row["s"]), row["_commit_ts"])
 
 
 def snapshot_rows(spark: SparkSession, target: TableRef, lsn: str) -> tuple[int, Any]:

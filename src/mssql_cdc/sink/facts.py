@@ -1,5 +1,6 @@
 """Facts rows, every kind of them, as plain Python values: a micro-batch's counts and metrics,
-its event rows, and a bootstrap's ``snapshot_open`` and ``bootstrap`` rows.
+its event rows, a snapshot's ``snapshot_open`` row and its ``bootstrap`` (first snapshot or
+seed) or ``resnapshot`` (after data loss) row.
 
 No Spark here: :func:`batch_row`, :func:`event_rows`, :func:`snapshot_open_row` and
 :func:`bootstrap_row` return tuples in the column order of ``schemas.FACTS``
@@ -37,6 +38,7 @@ __all__ = [
     "fold_metrics",
     "metadata_json",
     "parse_utc",
+    "resnapshot_row",
     "snapshot_open_row",
     "utc_now",
 ]
@@ -290,10 +292,15 @@ def snapshot_open_row(
     commit_ts: datetime | None,
     target: str,
     written_at: datetime,
+    kind: str = "bootstrap",
+    generation: int = 0,
+    lost_from_ts: datetime | None = None,
+    lost_to_ts: datetime | None = None,
 ) -> tuple[Any, ...]:
-    """The ``snapshot_open`` row of a full bootstrap snapshot, written before the table is
-    read: ``min_lsn`` = ``max_lsn`` = ``end_lsn`` = the snapshot LSN, ``rows`` 0, ``detail``
-    ``{"mode": "full", "kind": "bootstrap", "generation": 0, ...}``."""
+    """The ``snapshot_open`` row of a full snapshot, written before the table is read:
+    ``min_lsn`` = ``max_lsn`` = ``end_lsn`` = the snapshot LSN, ``rows`` 0, ``detail``
+    ``{"mode": "full", "kind": "bootstrap"|"resnapshot", "generation": n, "lost_from_ts",
+    "lost_to_ts"}`` (a re-snapshot also fills the ``lost_*`` columns)."""
     values = _event(
         "snapshot_open",
         app_id=app_id,
@@ -302,17 +309,22 @@ def snapshot_open_row(
         target=target,
         written_at=written_at,
     )
+    values.update(lost_from_ts=lost_from_ts, lost_to_ts=lost_to_ts)
     values["detail"] = json.dumps(
         {
             "mode": "full",
-            "kind": "bootstrap",
-            "generation": 0,
-            "lost_from_ts": None,
-            "lost_to_ts": None,
+            "kind": kind,
+            "generation": generation,
+            "lost_from_ts": _iso(lost_from_ts),
+            "lost_to_ts": _iso(lost_to_ts),
         },
         sort_keys=True,
     )
     return _row(values)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat(timespec="milliseconds")
 
 
 def bootstrap_row(
@@ -338,4 +350,42 @@ def bootstrap_row(
         written_at=written_at,
     )
     values.update(rows=rows, started_at=started_at, duration_ms=duration_ms)
+    return _row(values)
+
+
+def resnapshot_row(
+    *,
+    app_id: str,
+    snapshot_lsn: str,
+    commit_ts: datetime | None,
+    rows: int | None,
+    started_at: datetime | None,
+    duration_ms: int | None,
+    lost_from_ts: datetime | None,
+    lost_to_ts: datetime | None,
+    generation: int,
+    target: str,
+    written_at: datetime,
+) -> tuple[Any, ...]:
+    """The ``resnapshot`` row of the re-snapshot that opens ``generation`` after data loss:
+    ``app_id`` the generation's sink id (``<app_id>.g<n>``), ``min_lsn`` = ``max_lsn`` =
+    ``end_lsn`` = the snapshot LSN, the lost range in ``lost_from_ts`` (commit time of the last
+    offset processed; ``None`` when unknown) and ``lost_to_ts`` (of the oldest change CDC still
+    held), ``detail`` ``{"generation": n}``."""
+    values = _event(
+        "resnapshot",
+        app_id=app_id,
+        snapshot_lsn=snapshot_lsn,
+        commit_ts=commit_ts,
+        target=target,
+        written_at=written_at,
+    )
+    values.update(
+        rows=rows,
+        started_at=started_at,
+        duration_ms=duration_ms,
+        lost_from_ts=lost_from_ts,
+        lost_to_ts=lost_to_ts,
+        detail=json.dumps({"generation": generation}),
+    )
     return _row(values)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mssql_cdc.sink.app_ids import BOOTSTRAP_VERSION, events_app_id
-from mssql_cdc.sink.facts import bootstrap_row, snapshot_open_row, utc_now
+from mssql_cdc.sink.app_ids import BOOTSTRAP_VERSION, events_app_id, resnapshot_version
+from mssql_cdc.sink.facts import bootstrap_row, resnapshot_row, snapshot_open_row, utc_now
 from mssql_cdc.sink.schemas import FACTS
 from mssql_cdc.sink.tables import TableRef, ensure_table, same_table, table_ref
 
@@ -29,10 +29,12 @@ __all__ = [
     "bootstrap_lsn",
     "ensure_facts_table",
     "last_batch",
+    "newest_snapshot_event",
     "recent_events",
     "recorded_targets",
     "stream_summaries",
     "write_bootstrap",
+    "write_resnapshot",
     "write_snapshot_open",
 ]
 
@@ -79,15 +81,24 @@ def write_snapshot_open(
     snapshot_lsn: str,
     commit_ts: datetime | None,
     target: TableRef,
+    kind: str = "bootstrap",
+    generation: int = 0,
+    lost_from_ts: datetime | None = None,
+    lost_to_ts: datetime | None = None,
 ) -> None:
-    """Appends a bootstrap's ``snapshot_open`` row (no idempotency key: each run that reads
-    writes one)."""
+    """Appends a full snapshot's ``snapshot_open`` row (no idempotency key: each run that
+    reads writes one); ``kind`` ``bootstrap`` or ``resnapshot`` (with its generation and lost
+    range)."""
     row = snapshot_open_row(
         app_id=app_id,
         snapshot_lsn=snapshot_lsn,
         commit_ts=commit_ts,
         target=target.text,
         written_at=utc_now(),
+        kind=kind,
+        generation=generation,
+        lost_from_ts=lost_from_ts,
+        lost_to_ts=lost_to_ts,
     )
     append_facts(spark, facts, [row], None)
 
@@ -118,6 +129,45 @@ def write_bootstrap(
     )
     meta = json.dumps({"app_id": app_id, "event": "bootstrap", "snapshot_lsn": lsn})
     append_facts(spark, facts, [row], (events_app_id(app_id), BOOTSTRAP_VERSION), meta)
+
+
+def write_resnapshot(
+    spark: SparkSession,
+    facts: TableRef,
+    *,
+    app_id: str,
+    generation: int,
+    sink_id: str,
+    target: TableRef,
+    lsn: str,
+    commit_ts: datetime | None,
+    rows: int | None,
+    started_at: datetime | None,
+    duration_ms: int | None,
+    lost_from_ts: datetime | None,
+    lost_to_ts: datetime | None,
+) -> None:
+    """Appends the ``resnapshot`` row of ``generation`` once (``txnAppId`` ``<app_id>#events``
+    of the user's app_id, ``txnVersion`` the generation); ``sink_id`` is its ``app_id``
+    column (``<app_id>.g<n>``)."""
+    row = resnapshot_row(
+        app_id=sink_id,
+        snapshot_lsn=lsn,
+        commit_ts=commit_ts,
+        rows=rows,
+        started_at=started_at,
+        duration_ms=duration_ms,
+        lost_from_ts=lost_from_ts,
+        lost_to_ts=lost_to_ts,
+        generation=generation,
+        target=target.text,
+        written_at=utc_now(),
+    )
+    meta = json.dumps(
+        {"app_id": sink_id, "event": "resnapshot", "snapshot_lsn": lsn, "generation": generation}
+    )
+    txn = (events_app_id(app_id), resnapshot_version(generation))
+    append_facts(spark, facts, [row], txn, meta)
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -196,6 +246,30 @@ def bootstrap_lsn(
         and same_table(spark, table_ref(r["target"], "target"), target)
     ]
     return max(found) if found else None
+
+
+def newest_snapshot_event(
+    spark: SparkSession, facts: TableRef, target: TableRef
+) -> tuple[str, datetime | None] | None:
+    """The newest ``bootstrap`` or ``resnapshot`` row written for ``target`` (in any spelling),
+    by any stream: its snapshot LSN and commit time; ``None`` without one."""
+    from pyspark.sql import functions as sf
+
+    if not facts.exists(spark):
+        return None
+    rows = (
+        facts.read(spark)
+        .where(sf.col("event").isin("bootstrap", "resnapshot") & sf.col("max_lsn").isNotNull())
+        .groupBy("target")
+        .agg(sf.max_by(sf.struct("max_lsn", "max_commit_ts"), "max_lsn").alias("s"))
+        .collect()
+    )
+    found = [
+        (str(r["s"]["max_lsn"]), r["s"]["max_commit_ts"])
+        for r in rows
+        if r["target"] is not None and same_table(spark, table_ref(r["target"], "target"), target)
+    ]
+    return max(found, key=lambda f: f[0]) if found else None
 
 
 def stream_summaries(spark: SparkSession, facts_table: str) -> list[Row]:

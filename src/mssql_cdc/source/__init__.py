@@ -1,7 +1,8 @@
 """The Spark data sources ``mssql_cdc`` and ``mssql_cdc_snapshot`` (docs/data-sources.md,
-docs/reference/bronze-schema.md), and the surface the pipeline uses: :func:`register` and a
-bootstrap's :func:`snapshot_position`, and the capture instances of a
-schema (:func:`schema_capture_instances`). ``mssql_cdc.pipeline`` imports the source only from here.
+docs/reference/bronze-schema.md), and the surface the pipeline uses: :func:`register`, a
+bootstrap's :func:`snapshot_position`, a seed's :func:`seed_position`, the data-loss check
+before a query starts (:func:`find_loss`) and the capture instances of a schema
+(:func:`schema_capture_instances`). ``mssql_cdc.pipeline`` imports the source only from here.
 
 Importing this package does not import PySpark; :mod:`mssql_cdc.source.datasource` does.
 """
@@ -10,13 +11,17 @@ from __future__ import annotations
 
 from mssql_cdc.options import SourceOptions
 from mssql_cdc.source.catalog import schema_capture_instances
-from mssql_cdc.source.positions import SnapshotPosition, snapshot_position
+from mssql_cdc.source.positions import SnapshotPosition, seed_position, snapshot_position
 from mssql_cdc.source.registration import register
+from mssql_cdc.source.retention import Loss, find_loss
 
 __all__ = [
+    "Loss",
     "SnapshotPosition",
     "SourceOptions",
+    "find_loss",
     "register",
     "schema_capture_instances",
+    "seed_position",
     "snapshot_position",
 ]

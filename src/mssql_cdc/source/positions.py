@@ -16,6 +16,8 @@
 
 The stream's ``startingLsn=earliest|latest`` and the snapshot LSN (``snapshotLsn`` unset, and a
 bootstrap's :func:`snapshot_position`) use these rules; nothing else computes a first position.
+A seed's position (:func:`seed_position`) is the user's: the last commit at or before the time
+the copy was read, or an LSN recorded before it.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
+from zoneinfo import ZoneInfo
 
 from mssql_cdc._native import Lsn
+from mssql_cdc.errors import DataLossError
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.catalog import find_instance
 from mssql_cdc.source.client import CaptureInstance, CdcClient, Commit
@@ -35,9 +39,12 @@ __all__ = [
     "SnapshotPosition",
     "earliest_position",
     "latest_position",
+    "seed_position",
     "snapshot_lsn",
     "snapshot_position",
 ]
+
+_UTC = dt.timezone.utc
 
 #: the zero LSN: what a NULL ``max_lsn`` counts as
 ZERO = Lsn(bytes(10))
@@ -114,5 +121,61 @@ def snapshot_position(options: ReaderOptions) -> SnapshotPosition:
     client = CdcClient(options)
     try:
         return with_retry(client, "snapshot position", lambda: _position(client))
+    finally:
+        client.close()
+
+
+def _server_local(client: CdcClient, as_of: dt.datetime) -> dt.datetime:
+    """``as_of`` (aware: converted; naive: UTC) on the server's clock, naive."""
+    utc = as_of.astimezone(dt.timezone.utc) if as_of.tzinfo else as_of.replace(tzinfo=_UTC)
+    clock = client.server_clock()
+    if clock.zone is None:
+        return utc.replace(tzinfo=None) + dt.timedelta(minutes=clock.offset_minutes)
+    if clock.is_utc:
+        return utc.replace(tzinfo=None)
+    return utc.astimezone(ZoneInfo(clock.zone)).replace(tzinfo=None)
+
+
+def _seed(client: CdcClient, as_of: dt.datetime | Lsn) -> SnapshotPosition:
+    _, siblings = find_instance(client)
+    names = tuple(i.name for i in siblings)
+    newest = client.max_commit()
+    if isinstance(as_of, Lsn):
+        if as_of > _high(newest):
+            raise ValueError(
+                f"as_of {as_of} is after sys.fn_cdc_get_max_lsn() ({_high(newest)}): not "
+                "recorded yet. Give the LSN recorded before the copy was read (SELECT "
+                "CONVERT(varchar(22), sys.fn_cdc_get_max_lsn(), 1))"
+            )
+        return SnapshotPosition(as_of, client.commit_time(as_of), names)
+    local = _server_local(client, as_of)
+    text = local.strftime("%Y-%m-%dT%H:%M:%S.") + f"{local.microsecond // 1000:03d}"
+    found = client.scalar(
+        "SELECT sys.fn_cdc_map_time_to_lsn('largest less than or equal', @P1)", [text]
+    )
+    if not isinstance(found, (bytes, bytearray)):
+        raise DataLossError(
+            f"cdc.lsn_time_mapping holds no commit at or before {as_of.isoformat()} "
+            f"({text} on the server's clock): the copy is older than what CDC holds. Seed from "
+            "a newer copy"
+        )
+    lsn = Lsn(bytes(found))
+    return SnapshotPosition(lsn, client.commit_time(lsn), names)
+
+
+def seed_position(options: ReaderOptions, as_of: dt.datetime | Lsn) -> SnapshotPosition:
+    """The position of a copy read from the table: ``as_of`` an LSN recorded before the read
+    (exact), or the time the read started (the last commit at or before it in
+    ``cdc.lsn_time_mapping``, on the server's clock, to the millisecond; ``sourceTimeZone``
+    says how the server's clock maps to UTC).
+
+    Raises:
+        DataLossError: no commit at or before the time.
+        ValueError: an LSN after ``sys.fn_cdc_get_max_lsn()``; an unknown capture instance.
+        PermissionError, SqlServerError: from the source.
+    """
+    client = CdcClient(options)
+    try:
+        return with_retry(client, "seed position", lambda: _seed(client, as_of))
     finally:
         client.close()

@@ -9,24 +9,32 @@ endpoint. It is exact because no position is ever taken below an instance's star
 moves the low endpoint past a position. The stream applies it twice per range: on the driver
 before planning (:func:`first_held`, against the table's oldest instance), and in each task
 after its read (cleanup ran meanwhile; the change table silently returns what is left).
+:func:`find_loss` asks the same question before a query starts (a re-snapshot's pre-flight, a
+bootstrap deciding whether another stream's snapshot is still a start, a seed's ``as_of``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mssql_cdc._metrics import metrics_dir
 from mssql_cdc._native import Lsn
 from mssql_cdc.errors import DataLossError
+from mssql_cdc.options import ReaderOptions
+from mssql_cdc.source.catalog import find_instance
+from mssql_cdc.source.client import CdcClient
 from mssql_cdc.source.offsets import format_utc
+from mssql_cdc.source.retry import with_retry
 
 if TYPE_CHECKING:
-    from mssql_cdc.source.client import CaptureInstance, CdcClient
+    from mssql_cdc.source.client import CaptureInstance
     from mssql_cdc.source.clock import ServerClock
 
-__all__ = ["data_loss_error", "first_held", "is_gone", "record_skip"]
+__all__ = ["Loss", "data_loss_error", "find_loss", "first_held", "is_gone", "record_skip"]
 
 log = logging.getLogger("mssql_cdc.source")
 _ZERO = Lsn(bytes(10))
@@ -141,3 +149,59 @@ def record_skip(
         metrics_dir(metrics_path).write_event("data_skipped", f"{first}-{min_lsn}", payload)
     except ValueError as exc:
         log.warning("could not write the data_skipped event: %s", exc)
+
+
+@dataclass(frozen=True)
+class Loss:
+    """Changes a reader starting after ``after`` would need but CDC no longer holds: the
+    oldest capture instance of the table, its low endpoint ``min_lsn``, the commit time (UTC)
+    of the oldest change still held (``lost_to_ts``, ``None`` when none is) and the commit
+    time of ``after`` itself (``after_ts``, ``None`` when no commit has that LSN)."""
+
+    capture_instance: str
+    after: Lsn
+    min_lsn: Lsn
+    lost_to_ts: dt.datetime | None
+    after_ts: dt.datetime | None = None
+
+    def error(self, lost_from_ts: str = "") -> DataLossError:
+        """The stream's own :func:`data_loss_error` for this loss."""
+        return data_loss_error(
+            self.capture_instance,
+            self.after.next(),
+            self.min_lsn,
+            lost_from_ts=lost_from_ts or format_utc(self.after_ts),
+            lost_to_ts=format_utc(self.lost_to_ts),
+        )
+
+
+def _loss(client: CdcClient, after: Lsn) -> Loss | None:
+    newest = client.max_commit()
+    if newest is None or newest.lsn <= after:
+        return None  # nothing captured after it: the stream would plan no batch
+    _, siblings = find_instance(client)
+    held = [i for i in siblings if i.start_lsn != _ZERO]
+    if not held:
+        return None
+    oldest = min(held, key=lambda i: bytes(i.start_lsn))
+    if not is_gone(after.next(), oldest.start_lsn):
+        return None
+    first = client.first_commit_from(oldest.start_lsn)
+    lost_to = client.server_clock().to_utc(first.local_time) if first is not None else None
+    return Loss(oldest.name, after, oldest.start_lsn, lost_to, client.commit_time(after))
+
+
+def find_loss(options: ReaderOptions, after: Lsn) -> Loss | None:
+    """Whether a stream that has processed ``after`` would stop with ``DataLossError`` on its
+    next batch: CDC captured a commit after it and the changes from the next LSN are gone from
+    the table's oldest instance (the rule of :func:`first_held`). Runs in the calling Python
+    process (the driver), before a query starts.
+
+    Raises:
+        ValueError, PermissionError, SqlServerError: from the source.
+    """
+    client = CdcClient(options)
+    try:
+        return with_retry(client, "data-loss check", lambda: _loss(client, after))
+    finally:
+        client.close()

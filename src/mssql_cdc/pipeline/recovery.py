@@ -1,0 +1,283 @@
+"""``to_delta(on_data_loss="resnapshot")``: the automatic re-snapshot before the query starts,
+and the live generation every ``to_delta`` call runs in (docs/data-loss.md, docs/generations.md;
+ADRs 0101, 0102).
+
+Runs on the driver, in the calling Python process, before the query starts:
+
+1. read the generation state (``generations``); a recovery left ``recovering`` by a crash is
+   finished first, reusing a snapshot it already appended;
+2. otherwise find where the live generation resumes: its last committed offset, else its
+   snapshot (generation > 0), an explicit ``startingLsn``, or this app_id's bootstrap
+   snapshot; nothing to resume from: no check;
+3. ask the source whether the changes after it are purged (``source.find_loss``); none are:
+   start the live generation;
+4. purged: refuse a second re-snapshot within ``resnapshot_interval_days`` of the last one (or
+   of a failed one) with ``DataLossError``; else record ``recovering``, log a WARNING with the
+   lost range, write ``snapshot_open``, read the table into the same bronze table
+   (``<app_id>#events``, ``txnVersion`` the new generation ``n``), write the ``resnapshot``
+   facts row (``app_id`` ``<app_id>.g<n>``, ``lost_from_ts``/``lost_to_ts``, same idempotency
+   key) and record generation ``n`` with its snapshot; the query then starts in
+   ``<checkpoint>/_generations/<n>`` at the snapshot's LSN.
+
+The check runs only here: changes purged while a query runs still stop it with
+``DataLossError``, and the next ``to_delta`` recovers.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from mssql_cdc._native import Lsn
+from mssql_cdc.errors import DataLossError
+from mssql_cdc.options import ReaderOptions
+from mssql_cdc.pipeline.generations import (
+    GenerationState,
+    Recovering,
+    generation_checkpoint,
+    last_committed_offset,
+    read_state,
+    write_state,
+)
+from mssql_cdc.pipeline.snapshots import SnapshotKind, take_snapshot
+from mssql_cdc.sink import (
+    TableRef,
+    bootstrap_lsn,
+    events_app_id,
+    generation_app_id,
+    last_batch,
+    parse_utc,
+    resnapshot_version,
+    snapshot_rows,
+    snapshot_txn_version,
+    utc_now,
+    write_resnapshot,
+)
+from mssql_cdc.source import find_loss, snapshot_position
+from mssql_cdc.source.offsets import format_utc
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["Generation", "live_generation", "recover"]
+
+log = logging.getLogger("mssql_cdc.pipeline")
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Where the query runs: generation ``number``, its sink id and Spark checkpoint, and the
+    ``startingLsn`` it must start at (its snapshot's LSN; ``None`` in generation 0)."""
+
+    number: int
+    sink_id: str
+    checkpoint: str
+    starting_lsn: str | None
+
+
+def live_generation(checkpoint: str, app_id: str) -> Generation:
+    """The generation the state file records (generation 0 without one)."""
+    return _generation(read_state(checkpoint), checkpoint, app_id)
+
+
+def _generation(state: GenerationState, checkpoint: str, app_id: str) -> Generation:
+    n = state.generation
+    return Generation(
+        n,
+        generation_app_id(app_id, n),
+        generation_checkpoint(checkpoint, n),
+        state.snapshot_lsn if n > 0 else None,
+    )
+
+
+@dataclass(frozen=True)
+class _Stream:
+    """The arguments of one ``to_delta`` call the recovery needs."""
+
+    spark: SparkSession
+    raw: dict[str, str]
+    options: ReaderOptions
+    target: TableRef
+    app_id: str
+    facts: TableRef
+    checkpoint: str
+
+
+def _resume_point(stream: _Stream, state: GenerationState) -> tuple[str, str] | None:
+    """``(lsn, commit_ts)`` the live generation resumes after, or ``None`` (nothing to check)."""
+    live = _generation(state, stream.checkpoint, stream.app_id)
+    offset = last_committed_offset(live.checkpoint)
+    if offset is not None:
+        return offset["lsn"], offset["commit_ts"]
+    facts_exist = stream.facts.exists(stream.spark)
+    if facts_exist and last_batch(stream.spark, stream.facts, live.sink_id) is not None:
+        raise ValueError(
+            f"on_data_loss='resnapshot': the facts table records batches of {live.sink_id!r} "
+            f"but Python finds no Spark commits in {live.checkpoint!r}: the checkpoint was "
+            "deleted, or Spark and Python resolve the path to two places. A new checkpoint "
+            "needs a new app_id"
+        )
+    if state.generation > 0 and state.snapshot_lsn:
+        return state.snapshot_lsn, state.commit_ts
+    start = stream.options.starting_lsn
+    if isinstance(start, Lsn):
+        return str(start), ""
+    found = bootstrap_lsn(stream.spark, stream.facts, stream.app_id, stream.target)
+    return (found, "") if found is not None else None
+
+
+def _last_attempt(state: GenerationState) -> datetime | None:
+    times = [parse_utc(state.failed_at)]
+    if state.generation > 0:
+        times.append(parse_utc(state.at))
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
+
+
+def recover(
+    spark: SparkSession,
+    raw: dict[str, str],
+    options: ReaderOptions,
+    *,
+    target: TableRef,
+    app_id: str,
+    facts: TableRef,
+    checkpoint: str,
+    interval_days: float,
+) -> Generation:
+    """Runs the pre-flight of ``on_data_loss="resnapshot"`` (see the module doc) and returns
+    the generation to start.
+
+    Raises:
+        DataLossError: changes are purged and the last re-snapshot (or failed attempt) was
+            less than ``interval_days`` ago, or the re-snapshot's own LSN was purged before
+            its read ended.
+        ValueError: a checkpoint Python cannot read as Spark's, or facts recording batches
+            of a checkpoint Python cannot see.
+    """
+    stream = _Stream(spark, raw, options, target, app_id, facts, checkpoint)
+    state = read_state(checkpoint)
+    if state.recovering is not None:
+        log.info("%s: finishing the re-snapshot an earlier run began", app_id)
+        return _finish(stream, state, state.recovering)
+    point = _resume_point(stream, state)
+    if point is None:
+        return _generation(state, checkpoint, app_id)
+    loss = find_loss(options, Lsn.parse(point[0]))
+    if loss is None:
+        return _generation(state, checkpoint, app_id)
+    from_ts = point[1] or format_utc(loss.after_ts)
+    last = _last_attempt(state)
+    if last is not None and utc_now() - last < timedelta(days=interval_days):
+        raise DataLossError(
+            f"{loss.error(from_ts)} on_data_loss='resnapshot' did not re-snapshot: the last "
+            f"automatic re-snapshot (or a failed one) was at {last.isoformat()} UTC, less than "
+            f"resnapshot_interval_days={interval_days:g} ago. Keep CDC retention longer than "
+            "the stream's downtime; to re-snapshot now, pass resnapshot_interval_days=0"
+        )
+    number = max(state.generation, snapshot_txn_version(spark, target, events_app_id(app_id))) + 1
+    recovering = Recovering(number, point[0], from_ts, format_utc(loss.lost_to_ts))
+    write_state(checkpoint, state.but(recovering=recovering))
+    log.warning(
+        "%s: changes of %s after %s are purged by CDC cleanup (lost: commits after %s up to "
+        "%s UTC, min_lsn now %s): re-snapshotting %s into generation %d (%s)",
+        app_id,
+        loss.capture_instance,
+        point[0],
+        from_ts or "?",
+        recovering.lost_to_ts or "?",
+        loss.min_lsn,
+        target.text,
+        number,
+        generation_app_id(app_id, number),
+    )
+    return _finish(stream, state.but(recovering=recovering), recovering)
+
+
+def _reusable(stream: _Stream, recovering: Recovering) -> bool:
+    """Whether the recovery's snapshot is in bronze already and still a start."""
+    if recovering.snapshot_lsn is None:
+        return False
+    appended = snapshot_txn_version(stream.spark, stream.target, events_app_id(stream.app_id))
+    if appended < recovering.generation:
+        return False
+    return find_loss(stream.options, Lsn.parse(recovering.snapshot_lsn)) is None
+
+
+def _finish(stream: _Stream, state: GenerationState, recovering: Recovering) -> Generation:
+    spark, target, app_id = stream.spark, stream.target, stream.app_id
+    lost_from, lost_to = parse_utc(recovering.from_ts), parse_utc(recovering.lost_to_ts)
+    if _reusable(stream, recovering):
+        assert recovering.snapshot_lsn is not None
+        lsn, commit_ts = recovering.snapshot_lsn, parse_utc(recovering.commit_ts)
+        rows: int | None = snapshot_rows(spark, target, lsn)[0]
+        started_at, duration_ms = None, None
+        log.info("%s: reusing the re-snapshot at %s already in %s", app_id, lsn, target.text)
+    else:
+        appended = snapshot_txn_version(spark, target, events_app_id(app_id))
+        number = max(recovering.generation, appended + 1)
+        position = snapshot_position(stream.options)
+        recovering = replace(
+            recovering,
+            generation=number,
+            snapshot_lsn=str(position.lsn),
+            commit_ts=format_utc(position.commit_ts),
+        )
+        write_state(stream.checkpoint, state.but(recovering=recovering))
+        taken = take_snapshot(
+            spark,
+            stream.raw,
+            stream.options,
+            position,
+            target=target,
+            app_id=generation_app_id(app_id, number),
+            facts=stream.facts,
+            txn=(events_app_id(app_id), resnapshot_version(number)),
+            kind=SnapshotKind("resnapshot", number, lost_from, lost_to),
+        )
+        lsn, commit_ts, rows = taken.lsn, taken.commit_ts, taken.rows
+        started_at, duration_ms = taken.started_at, taken.duration_ms
+        gone = find_loss(stream.options, position.lsn)
+        if gone is not None:
+            write_state(stream.checkpoint, state.but(recovering=None, failed_at=_now()))
+            raise DataLossError(
+                f"{gone.error()} The re-snapshot at {lsn} took longer than CDC retention: its "
+                "own changes were purged before the read ended (counted as a failed attempt). "
+                "Lengthen the retention or add numPartitions, then rerun with "
+                "resnapshot_interval_days=0"
+            )
+    number = recovering.generation
+    sink_id = generation_app_id(app_id, number)
+    write_resnapshot(
+        spark,
+        stream.facts,
+        app_id=app_id,
+        generation=number,
+        sink_id=sink_id,
+        target=target,
+        lsn=lsn,
+        commit_ts=commit_ts,
+        rows=rows,
+        started_at=started_at,
+        duration_ms=duration_ms,
+        lost_from_ts=lost_from,
+        lost_to_ts=lost_to,
+    )
+    done = GenerationState(
+        generation=number,
+        snapshot_lsn=lsn,
+        commit_ts=format_utc(commit_ts),
+        at=_now(),
+        failed_at=state.failed_at,
+    )
+    write_state(stream.checkpoint, done)
+    log.info(
+        "%s: re-snapshot done: generation %d (%s) starts after %s", app_id, number, sink_id, lsn
+    )
+    return _generation(done, stream.checkpoint, app_id)
+
+
+def _now() -> str:
+    return format_utc(utc_now())

@@ -1,0 +1,234 @@
+"""``CdcStream.seed()``: a copy of the table the user already has becomes its snapshot in
+bronze, for a table too big to read within the CDC retention (docs/bootstrap.md#seed; ADR
+0103).
+
+Runs on the driver, in the calling Python process: the copy's position (``as_of``: an LSN
+recorded before the copy was read, or the time the read started, mapped to the last commit at
+or before it) is checked against what CDC holds, the copy's columns are matched to the
+stream's schema (by name ignoring case, cast to the captured types; extra columns dropped), and
+the rows are appended in one commit as operation 0 stamped with that position. With a facts
+table the ``bootstrap`` row is written (same idempotency key as a bootstrap), so
+``to_delta(bootstrap=True)`` starts from the seed and reads nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from mssql_cdc._native import Lsn
+from mssql_cdc.errors import DataLossError
+from mssql_cdc.options import ReaderOptions
+from mssql_cdc.pipeline.snapshots import offset_of, read_options
+from mssql_cdc.sink import (
+    MANUAL_SNAPSHOT_APP_ID,
+    TableRef,
+    events_app_id,
+    newest_whole_snapshot,
+    snapshot_rows,
+    snapshot_txn_version,
+    utc_now,
+    write_bootstrap,
+    write_snapshot,
+)
+from mssql_cdc.source import SnapshotPosition, find_loss, seed_position
+from mssql_cdc.types import Offset
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructField
+
+__all__ = ["seed", "seed_as_of"]
+
+log = logging.getLogger("mssql_cdc.pipeline")
+
+_METADATA = frozenset(
+    {"_capture_instance", "_start_lsn", "_seqval", "_operation", "_command_id", "_commit_ts"}
+)
+
+
+def seed_as_of(as_of: object) -> dt.datetime | Lsn:
+    """``as_of`` checked: a ``datetime`` (naive = UTC), an ``Lsn``, or LSN text ``0x...``.
+
+    Raises:
+        TypeError: another type.
+        ValueError: text that is not an LSN.
+    """
+    if isinstance(as_of, (dt.datetime, Lsn)):
+        return as_of
+    if isinstance(as_of, str):
+        try:
+            return Lsn.parse(as_of.strip())
+        except ValueError as exc:
+            raise ValueError(
+                f"as_of {as_of!r} is not an LSN ('0x' and 20 hex digits, as SELECT "
+                "CONVERT(varchar(22), sys.fn_cdc_get_max_lsn(), 1) returns); pass a datetime "
+                "for the time the copy was read"
+            ) from exc
+    raise TypeError(
+        "as_of must be a datetime (when the copy started being read) or an LSN "
+        f"(recorded before it), got {type(as_of).__name__}"
+    )
+
+
+def _column(
+    field: StructField, copy: dict[str, str], ci: str, position: SnapshotPosition
+) -> Column:
+    from pyspark.sql import functions as sf
+
+    name = field.name
+    if name == "_capture_instance":
+        value: Column = sf.lit(ci)
+    elif name == "_start_lsn":
+        value = sf.lit(str(position.lsn))
+    elif name == "_operation":
+        value = sf.lit(0)
+    elif name == "_commit_ts":
+        ts = position.commit_ts
+        value = sf.lit(None if ts is None else ts.isoformat(sep=" "))
+    elif name in _METADATA or name.lower() not in copy:
+        value = sf.lit(None)
+    else:
+        value = sf.col(f"`{copy[name.lower()]}`")
+    return value.cast(field.dataType).alias(name)
+
+
+def _frame(
+    spark: SparkSession,
+    *,
+    raw: dict[str, str],
+    df: DataFrame,
+    ci: str,
+    position: SnapshotPosition,
+    allow_missing: bool,
+) -> DataFrame:
+    schema = spark.read.format("mssql_cdc_snapshot").options(**read_options(raw)).load().schema
+    copy = {c.lower(): c for c in df.columns}
+    missing = [
+        f.name for f in schema.fields if f.name not in _METADATA and f.name.lower() not in copy
+    ]
+    if missing and not allow_missing:
+        raise ValueError(
+            f"The copy lacks captured columns {', '.join(missing)}: pass "
+            "allow_missing_columns=True to seed them as NULL"
+        )
+    return df.select(*[_column(f, copy, ci, position) for f in schema.fields])
+
+
+def seed(
+    spark: SparkSession,
+    raw: dict[str, str],
+    options: ReaderOptions,
+    *,
+    target: TableRef,
+    df: DataFrame,
+    as_of: dt.datetime | Lsn,
+    app_id: str | None,
+    facts: TableRef | None,
+    allow_missing_columns: bool,
+    reseed: bool,
+) -> Offset:
+    """Appends ``df`` to ``target`` as its snapshot (see the module doc).
+
+    Raises:
+        DataLossError: no commit at or before the ``as_of`` time, or the changes after the
+            copy's position are purged.
+        ValueError: an ``as_of`` LSN not recorded yet; the copy lacks a captured column (and
+            ``allow_missing_columns`` is false); the target holds another snapshot (and
+            ``reseed`` is false, or the copy is not newer than it).
+    """
+    position = seed_position(options, as_of)
+    lsn = str(position.lsn)
+    existing = newest_whole_snapshot(spark, target)
+    if existing is not None and existing[0] == lsn:
+        log.info("seed of %s at %s: already in %s; reading nothing", target.text, lsn, target.text)
+        _record(spark, facts=facts, app_id=app_id, target=target, lsn=lsn)
+        return offset_of(lsn, position.commit_ts)
+    if existing is not None and not reseed:
+        raise ValueError(
+            f"target {target.text!r} already holds a snapshot of the table (at {existing[0]}): "
+            "to replace it with this copy pass reseed=True (then start a new checkpoint with a "
+            "new app_id)"
+        )
+    if existing is not None and lsn <= existing[0]:
+        raise ValueError(
+            f"reseed=True: the copy's position {lsn} is not newer than the snapshot at "
+            f"{existing[0]} already in {target.text!r}; seed from a newer copy"
+        )
+    loss = find_loss(options, position.lsn)
+    if loss is not None:
+        raise DataLossError(
+            f"{loss.error()} The copy (as of {lsn}) is older than the CDC retention. Seed "
+            "from a newer copy"
+        )
+    ci = options.capture_instance
+    log.info("seed of %s into %s started: copy as of %s", ci, target.text, lsn)
+    started_at, clock = utc_now(), time.monotonic()
+    txn_app = events_app_id(app_id) if app_id is not None else MANUAL_SNAPSHOT_APP_ID
+    version = snapshot_txn_version(spark, target, txn_app) + 1
+    write_snapshot(
+        spark,
+        target,
+        _frame(
+            spark,
+            raw=raw,
+            df=df,
+            ci=ci,
+            position=position,
+            allow_missing=allow_missing_columns,
+        ),
+        app_id=app_id or "",
+        snapshot_lsn=lsn,
+        capture_instance=ci,
+        version=version,
+        txn_app_id=txn_app,
+        extra={"seed": ci},
+    )
+    duration_ms = round((time.monotonic() - clock) * 1000)
+    rows = _record(
+        spark,
+        facts=facts,
+        app_id=app_id,
+        target=target,
+        lsn=lsn,
+        started_at=started_at,
+        duration_ms=duration_ms,
+    )
+    log.info(
+        "seed of %s done: %d rows as of %s appended to %s in %.1f s",
+        ci,
+        rows,
+        lsn,
+        target.text,
+        duration_ms / 1000,
+    )
+    return offset_of(lsn, position.commit_ts)
+
+
+def _record(
+    spark: SparkSession,
+    *,
+    facts: TableRef | None,
+    app_id: str | None,
+    target: TableRef,
+    lsn: str,
+    started_at: dt.datetime | None = None,
+    duration_ms: int | None = None,
+) -> int:
+    """Writes the seed's ``bootstrap`` facts row once (with facts and an app_id)."""
+    rows, commit_ts = snapshot_rows(spark, target, lsn)
+    if facts is not None and app_id is not None:
+        write_bootstrap(
+            spark,
+            facts,
+            app_id=app_id,
+            target=target,
+            lsn=lsn,
+            commit_ts=commit_ts,
+            rows=rows,
+            started_at=started_at,
+            duration_ms=duration_ms,
+        )
+    return rows

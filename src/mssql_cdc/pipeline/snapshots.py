@@ -1,0 +1,196 @@
+"""Reading the tracked table into bronze as one snapshot: the step the bootstrap, ``snapshot()``
+and a re-snapshot share (docs/bootstrap.md).
+
+Runs on the driver, in the calling Python process: the snapshot LSN is recorded before the
+read, a ``snapshot_open`` facts row is written first (with a facts table), the table is read
+through ``format("mssql_cdc_snapshot")`` stamped with that LSN and appended in one commit whose
+``(txnAppId, txnVersion)`` the caller names (``mssql_cdc.sink.app_ids``), so a rerun after a
+crash cannot append it twice. Start and end are logged at INFO under ``mssql_cdc.pipeline``
+(rows, seconds). The caller writes the closing facts row (``bootstrap`` or ``resnapshot``).
+:func:`newest_snapshot` answers where a downstream table rebuilds from.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from mssql_cdc.options import ReaderOptions
+from mssql_cdc.sink import (
+    TableRef,
+    newest_snapshot_event,
+    newest_whole_snapshot,
+    snapshot_rows,
+    table_ref,
+    utc_now,
+    write_snapshot,
+    write_snapshot_open,
+)
+from mssql_cdc.source import SnapshotPosition
+from mssql_cdc.source.offsets import format_utc
+from mssql_cdc.types import Offset
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "SnapshotKind",
+    "Taken",
+    "newest_snapshot",
+    "offset_of",
+    "read_options",
+    "snapshot_frame",
+    "take_snapshot",
+]
+
+log = logging.getLogger("mssql_cdc.pipeline")
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A snapshot this run read: its LSN, commit time, rows and when and how long."""
+
+    lsn: str
+    commit_ts: datetime | None
+    rows: int
+    started_at: datetime
+    duration_ms: int
+
+
+@dataclass(frozen=True)
+class SnapshotKind:
+    """What a snapshot is for: ``event`` (``bootstrap``, ``resnapshot`` or ``snapshot``), the
+    generation it opens, and the lost range a re-snapshot recovers."""
+
+    event: str = "bootstrap"
+    generation: int = 0
+    lost_from_ts: datetime | None = None
+    lost_to_ts: datetime | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+    #: the name in the log lines (default ``event``)
+    label: str = ""
+
+
+def read_options(raw: dict[str, str]) -> dict[str, str]:
+    """The data source options a snapshot read takes (no ``metricsPath``, no ``startingLsn``)."""
+    dropped = {"metricspath", "startinglsn"}
+    return {k: v for k, v in raw.items() if k.lower() not in dropped}
+
+
+def snapshot_frame(spark: SparkSession, raw: dict[str, str], lsn: str) -> DataFrame:
+    """The table's current rows in the stream's schema, stamped with ``lsn``."""
+    options = read_options(raw)
+    options["snapshotLsn"] = lsn
+    return spark.read.format("mssql_cdc_snapshot").options(**options).load()
+
+
+def take_snapshot(
+    spark: SparkSession,
+    raw: dict[str, str],
+    options: ReaderOptions,
+    position: SnapshotPosition,
+    *,
+    target: TableRef,
+    app_id: str,
+    facts: TableRef | None,
+    txn: tuple[str, int],
+    kind: SnapshotKind,
+) -> Taken:
+    """Reads the table at ``position`` and appends it to ``target`` once per ``txn``.
+
+    Args:
+        app_id: the stream's sink id written in the facts rows and the commit's metadata.
+        facts: the facts table for the ``snapshot_open`` row, or ``None``.
+        txn: the append's ``(txnAppId, txnVersion)``.
+    """
+    lsn = str(position.lsn)
+    label = kind.label or kind.event
+    log.info(
+        "%s: %s of %s into %s started: snapshot LSN %s, reading the table",
+        app_id,
+        label,
+        options.capture_instance,
+        target.text,
+        lsn,
+    )
+    if facts is not None:
+        write_snapshot_open(
+            spark,
+            facts,
+            app_id=app_id,
+            snapshot_lsn=lsn,
+            commit_ts=position.commit_ts,
+            target=target,
+            kind="resnapshot" if kind.event == "resnapshot" else "bootstrap",
+            generation=kind.generation,
+            lost_from_ts=kind.lost_from_ts,
+            lost_to_ts=kind.lost_to_ts,
+        )
+    started_at, clock = utc_now(), time.monotonic()
+    write_snapshot(
+        spark,
+        target,
+        snapshot_frame(spark, raw, lsn),
+        app_id=app_id,
+        snapshot_lsn=lsn,
+        capture_instance=options.capture_instance,
+        event=kind.event,
+        version=txn[1],
+        txn_app_id=txn[0],
+        extra={"generation": kind.generation, **kind.extra},
+    )
+    rows, _ = snapshot_rows(spark, target, lsn)
+    duration_ms = round((time.monotonic() - clock) * 1000)
+    log.info(
+        "%s: %s of %s done: %d rows at %s appended to %s in %.1f s",
+        app_id,
+        label,
+        options.capture_instance,
+        rows,
+        lsn,
+        target.text,
+        duration_ms / 1000,
+    )
+    return Taken(lsn, position.commit_ts, rows, started_at, duration_ms)
+
+
+def offset_of(lsn: str, commit_ts: datetime | None) -> Offset:
+    """The public :class:`~mssql_cdc.types.Offset` of a snapshot."""
+    return {"lsn": lsn, "commit_ts": format_utc(commit_ts)}
+
+
+def newest_snapshot(
+    spark: SparkSession, target: str, facts_table: str | None = None
+) -> Offset | None:
+    """The newest whole snapshot of a bronze table: the point a downstream table rebuilds
+    from (its rows are the operation-0 rows whose ``coalesce(_snapshot, _start_lsn)`` is the
+    returned ``lsn``; then every change after it).
+
+    The newest of the target's whole operation-0 snapshots and, with ``facts_table``, of the
+    ``bootstrap``/``resnapshot`` facts rows written for it (the only trace of an empty table's
+    snapshot).
+
+    Args:
+        spark: the session.
+        target: the bronze table (name or path), as given to ``to_delta``.
+        facts_table: the facts table, or ``None``.
+
+    Returns:
+        The snapshot's offset, or ``None`` when there is none.
+    """
+    target_ref = table_ref(target, "target")
+    found: list[tuple[str, datetime | None]] = []
+    whole = newest_whole_snapshot(spark, target_ref)
+    if whole is not None:
+        found.append(whole)
+    if facts_table is not None:
+        event = newest_snapshot_event(spark, table_ref(facts_table, "facts_table"), target_ref)
+        if event is not None:
+            found.append(event)
+    if not found:
+        return None
+    lsn, commit_ts = max(found, key=lambda f: f[0])
+    return offset_of(lsn, commit_ts)

@@ -1,0 +1,273 @@
+"""Recovery from data loss, against the emulator with real Spark and Delta: the manual way (a
+new checkpoint and app_id with ``bootstrap=True``), the automatic way
+(``on_data_loss="resnapshot"``, generations), ``snapshot()``, ``seed()`` and the rebuild point.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+
+import pytest
+
+from mssql_cdc import DataLossError, newest_snapshot, stream
+
+
+def lsn_text(value: bytes) -> str:
+    return "0x" + value.hex().upper()
+
+
+def max_lsn(source) -> str:
+    return lsn_text(source.sql("SELECT sys.fn_cdc_get_max_lsn() AS m")[0]["m"])
+
+
+def rebuilt(spark, bronze, snapshot: str) -> list[tuple[object, ...]]:
+    """What a downstream table rebuilds from the snapshot ``snapshot``: its rows, then every
+    change after it in commit order; the latest image per key, deleted keys left out."""
+    df = spark.read.format("delta").load(str(bronze))
+    base = df.where(f"_operation = 0 AND coalesce(_snapshot, _start_lsn) = '{snapshot}'").collect()
+    changes = (
+        df.where(f"_operation <> 0 AND _start_lsn > '{snapshot}'")
+        .orderBy("_start_lsn", "_command_id", "_seqval", "_operation")
+        .collect()
+    )
+    latest = {r["id"]: r for r in base}
+    for r in changes:
+        latest[r["id"]] = r
+    return sorted((r["id"], r["name"], r["qty"]) for r in latest.values() if r["_operation"] != 1)
+
+
+def purge_after_stop(source, emulator, first_id: int) -> None:
+    """Changes captured while the stream is stopped, then two days later more, and CDC
+    cleanup purging the first ones (retention one hour)."""
+    source.sql(f"UPDATE dbo.orders SET qty = qty + 100 WHERE id < {first_id}")
+    source.sql(f"INSERT INTO dbo.orders VALUES ({first_id}, N'lost', 1)")
+    source.sql(f"DELETE FROM dbo.orders WHERE id = {first_id - 9}")
+    source.scan()
+    emulator.advance_clock(dt.timedelta(days=2))
+    source.sql(f"INSERT INTO dbo.orders VALUES ({first_id + 1}, N'kept', 2)")
+    source.sql(f"UPDATE dbo.orders SET name = N'late' WHERE id = {first_id}")
+    source.scan()
+    assert emulator.cleanup(retention_minutes=60) > 0
+
+
+def start(spark, source, tmp_path, app_id, cp, **kwargs):
+    kwargs.setdefault("trigger", {"availableNow": True})
+    return stream(spark, source.options()).to_delta(
+        str(tmp_path / "bronze"),
+        app_id=app_id,
+        checkpoint=str(tmp_path / cp),
+        facts_table=str(tmp_path / "facts"),
+        **kwargs,
+    )
+
+
+def run(spark, source, tmp_path, app_id, cp, **kwargs):
+    query = start(spark, source, tmp_path, app_id, cp, **kwargs)
+    query.awaitTermination()
+    return query
+
+
+def events(spark, tmp_path) -> list[dict[str, object]]:
+    df = spark.read.format("delta").load(str(tmp_path / "facts")).where("event IS NOT NULL")
+    return [r.asDict() for r in df.orderBy("written_at").collect()]
+
+
+def test_new_app_id_with_bootstrap_after_data_loss_takes_a_new_snapshot(
+    spark, source, emulator, tmp_path
+):
+    # Regression: the new stream found the old snapshot, whose later changes are purged,
+    # and failed again with DataLossError.
+    source.sql("INSERT INTO dbo.orders VALUES (1, N'a', 1), (2, N'b', 2), (3, N'c', 3)")
+    source.scan()
+    run(spark, source, tmp_path, "orders", "cp", bootstrap=True)
+    first = newest_snapshot(spark, str(tmp_path / "bronze"))
+    purge_after_stop(source, emulator, 10)
+    with pytest.raises(Exception, match="DataLossError"):
+        run(spark, source, tmp_path, "orders", "cp", bootstrap=True)
+
+    run(spark, source, tmp_path, "orders-2", "cp2", bootstrap=True)
+    second = newest_snapshot(spark, str(tmp_path / "bronze"), str(tmp_path / "facts"))
+    assert first is not None
+    assert second is not None
+    assert second["lsn"] > first["lsn"]
+    assert rebuilt(spark, tmp_path / "bronze", second["lsn"]) == source.table()
+    boots = [
+        (e["app_id"], e["max_lsn"]) for e in events(spark, tmp_path) if e["event"] == "bootstrap"
+    ]
+    assert boots == [("orders", first["lsn"]), ("orders-2", second["lsn"])]
+
+
+def test_resnapshot_after_purge_opens_generation_one(spark, source, emulator, tmp_path, caplog):
+    source.sql("INSERT INTO dbo.orders VALUES (1, N'a', 1), (2, N'b', 2), (3, N'c', 3)")
+    source.scan()
+    run(spark, source, tmp_path, "orders", "cp", bootstrap=True, on_data_loss="resnapshot")
+    source.sql("INSERT INTO dbo.orders VALUES (4, N'd', 4)")
+    source.scan()
+    run(spark, source, tmp_path, "orders", "cp", bootstrap=True, on_data_loss="resnapshot")
+    resumed_ts = (
+        spark.read.format("delta")
+        .load(str(tmp_path / "facts"))
+        .where("event IS NULL")
+        .agg({"max_commit_ts": "max"})
+        .first()[0]
+    )
+    purge_after_stop(source, emulator, 10)
+
+    with caplog.at_level(logging.INFO, logger="mssql_cdc"):
+        query = run(
+            spark, source, tmp_path, "orders", "cp", bootstrap=True, on_data_loss="resnapshot"
+        )
+    assert query.name == "orders.g1"
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(
+        "re-snapshotting" in r.getMessage() and "generation 1" in r.getMessage() for r in warnings
+    )
+    infos = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert any("resnapshot of dbo_orders done" in m and "rows" in m for m in infos)
+
+    resnap = [e for e in events(spark, tmp_path) if e["event"] == "resnapshot"]
+    assert len(resnap) == 1
+    row = resnap[0]
+    assert row["app_id"] == "orders.g1"
+    assert row["rows"] == len(source.table())
+    assert row["lost_from_ts"] == resumed_ts
+    assert row["lost_to_ts"] is not None
+    assert row["lost_to_ts"] > row["lost_from_ts"]
+    opens = [e for e in events(spark, tmp_path) if e["event"] == "snapshot_open"]
+    assert json.loads(opens[-1]["detail"])["kind"] == "resnapshot"
+    assert json.loads(opens[-1]["detail"])["generation"] == 1
+
+    point = newest_snapshot(spark, str(tmp_path / "bronze"), str(tmp_path / "facts"))
+    assert point is not None
+    assert point["lsn"] == row["max_lsn"]
+    assert rebuilt(spark, tmp_path / "bronze", point["lsn"]) == source.table()
+    state = json.loads((tmp_path / "cp" / "_mssql_cdc_generation.json").read_text())
+    assert (state["generation"], state["snapshot_lsn"]) == (1, point["lsn"])
+
+    # generation 1 goes on from its snapshot; the user keeps passing the original app_id
+    source.sql("UPDATE dbo.orders SET qty = 0 WHERE id = 2")
+    source.scan()
+    query = run(spark, source, tmp_path, "orders", "cp", bootstrap=True, on_data_loss="resnapshot")
+    assert query.name == "orders.g1"
+    assert rebuilt(spark, tmp_path / "bronze", point["lsn"]) == source.table()
+    assert (tmp_path / "cp" / "_generations" / "1" / "commits").is_dir()
+    batches = (
+        spark.read.format("delta")
+        .load(str(tmp_path / "facts"))
+        .where("event IS NULL AND app_id = 'orders.g1' AND rows > 0")
+    )
+    assert batches.count() == 1
+    assert len([e for e in events(spark, tmp_path) if e["event"] == "resnapshot"]) == 1
+
+    # a second loss inside resnapshot_interval_days fails and says when the last one was
+    purge_after_stop(source, emulator, 20)
+    with pytest.raises(DataLossError, match="the last automatic re-snapshot") as info:
+        run(spark, source, tmp_path, "orders", "cp", on_data_loss="resnapshot")
+    assert state["at"][:19] in str(info.value)
+    assert "resnapshot_interval_days=7 ago" in str(info.value)
+    # resnapshot_interval_days=0 allows it: generation 2
+    query = run(
+        spark,
+        source,
+        tmp_path,
+        "orders",
+        "cp",
+        on_data_loss="resnapshot",
+        resnapshot_interval_days=0,
+    )
+    assert query.name == "orders.g2"
+    point = newest_snapshot(spark, str(tmp_path / "bronze"), str(tmp_path / "facts"))
+    assert rebuilt(spark, tmp_path / "bronze", point["lsn"]) == source.table()
+
+
+def test_snapshot_returns_the_existing_one_and_resnapshot_takes_another(spark, source, tmp_path):
+    source.sql("INSERT INTO dbo.orders VALUES (1, N'a', 1), (2, N'b', 2)")
+    source.scan()
+    cdc = stream(spark, source.options())
+    bronze = str(tmp_path / "bronze")
+    first = cdc.snapshot(bronze)
+    assert first["lsn"] == max_lsn(source)
+    assert first["commit_ts"].endswith("Z")
+    assert cdc.snapshot(bronze) == first  # found, nothing read
+    assert spark.read.format("delta").load(bronze).count() == 2
+    source.sql("INSERT INTO dbo.orders VALUES (3, N'c', 3)")
+    source.scan()
+    second = cdc.snapshot(bronze, resnapshot=True)
+    assert second["lsn"] > first["lsn"]
+    assert rebuilt(spark, bronze, second["lsn"]) == source.table()
+    with pytest.raises(ValueError, match="facts_table needs app_id"):
+        cdc.snapshot(bronze, facts_table=str(tmp_path / "facts"))
+
+
+def test_seed_from_a_copy_and_its_refusals(spark, source, emulator, tmp_path):
+    source.sql("INSERT INTO dbo.orders VALUES (1, N'a', 1), (2, N'b', 2)")
+    source.scan()
+    recorded = max_lsn(source)
+    copy = spark.createDataFrame([(1, "a", 1), (2, "b", 2)], "ID int, Name string, qty int")
+    source.sql("UPDATE dbo.orders SET qty = 5 WHERE id = 2")  # after the copy
+    source.scan()
+    cdc = stream(spark, source.options())
+    bronze, facts = str(tmp_path / "bronze"), str(tmp_path / "facts")
+
+    with pytest.raises(ValueError, match="not recorded yet"):
+        cdc.seed(bronze, copy, "0x7FFFFFFF000000000001")
+    with pytest.raises(ValueError, match=r"lacks captured columns qty: pass allow_missing_columns"):
+        cdc.seed(bronze, copy.drop("qty"), recorded)
+    with pytest.raises(DataLossError, match="older than what CDC holds"):
+        cdc.seed(bronze, copy, dt.datetime(2000, 1, 1))
+    with pytest.raises(TypeError, match="as_of must be a datetime"):
+        cdc.seed(bronze, copy, 12)
+
+    offset = cdc.seed(bronze, copy, recorded, app_id="orders", facts_table=facts)
+    assert offset["lsn"] == recorded
+    assert cdc.seed(bronze, copy, recorded, app_id="orders", facts_table=facts) == offset
+    with pytest.raises(ValueError, match="already holds a snapshot"):
+        cdc.seed(bronze, copy, max_lsn(source))
+    rows = spark.read.format("delta").load(bronze).where("_operation = 0").collect()
+    assert sorted((r["id"], r["name"], r["qty"], r["_start_lsn"]) for r in rows) == [
+        (1, "a", 1, recorded),
+        (2, "b", 2, recorded),
+    ]
+    boots = [e for e in events(spark, tmp_path) if e["event"] == "bootstrap"]
+    assert [(e["app_id"], e["rows"], e["max_lsn"]) for e in boots] == [("orders", 2, recorded)]
+
+    # to_delta(bootstrap=True) starts after the seed and reads nothing
+    run(spark, source, tmp_path, "orders", "cp", bootstrap=True)
+    assert rebuilt(spark, bronze, recorded) == source.table()
+    assert spark.read.format("delta").load(bronze).where("_operation = 0").count() == 2
+
+    # a copy older than the retention
+    emulator.advance_clock(dt.timedelta(days=2))
+    source.sql("INSERT INTO dbo.orders VALUES (9, N'z', 9)")
+    source.scan()
+    assert emulator.cleanup(retention_minutes=60) > 0
+    with pytest.raises(DataLossError, match="older than the CDC retention"):
+        cdc.seed(str(tmp_path / "bronze2"), copy, recorded)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        (False, {}, "cp", "on_data_loss='resnapshot' needs facts_table"),
+        (True, {"failOnDataLoss": "false"}, "cp", "needs failOnDataLoss=true"),
+        (True, {}, "s3://bucket/cp", "is a URI or a /dbfs path"),
+        (True, {}, "/dbfs/cp", "is a URI or a /dbfs path"),
+    ],
+)
+def test_resnapshot_requirements_are_checked_before_reading(spark, tmp_path, case):
+    facts, options, checkpoint, message = case
+    cdc = stream(
+        spark,
+        {"connectionString": "Server=tcp:127.0.0.1,1;", "captureInstance": "dbo_x", **options},
+    )
+    with pytest.raises(ValueError, match=message):
+        cdc.to_delta(
+            str(tmp_path / "bronze"),
+            "orders",
+            checkpoint if "/" in checkpoint else str(tmp_path / checkpoint),
+            str(tmp_path / "facts") if facts else None,
+            on_data_loss="resnapshot",
+        )
+    assert not (tmp_path / "bronze").exists()
