@@ -55,8 +55,7 @@ from mssql_cdc.sink import (
     utc_now,
     write_resnapshot,
 )
-from mssql_cdc.source import find_loss, snapshot_position
-from mssql_cdc.source.offsets import format_utc
+from mssql_cdc.source import find_loss, format_utc, snapshot_position
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
