@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from mssql_cdc.options import SourceOptions
 from mssql_cdc.source.catalog import schema_capture_instances
-from mssql_cdc.source.positions import SnapshotPosition, seed_position, snapshot_position
 from mssql_cdc.source.offsets import format_utc
+from mssql_cdc.source.positions import SnapshotPosition, seed_position, snapshot_position
 from mssql_cdc.source.registration import register
 from mssql_cdc.source.retention import Loss, find_loss
 
