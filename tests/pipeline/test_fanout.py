@@ -189,7 +189,9 @@ def test_a_start_that_raises_stops_the_queries_already_started(spark, source, tm
 # -- the command line ---------------------------------------------------------------------------
 
 
-def test_the_command_line_streams_every_table_of_a_schema(spark, source, tmp_path, monkeypatch):
+def test_the_command_line_streams_every_table_of_a_schema(
+    spark, source, tmp_path, monkeypatch, capsys
+):
     from mssql_cdc.cli import main
 
     source.workload(1, scan=False)
@@ -203,8 +205,9 @@ def test_the_command_line_streams_every_table_of_a_schema(spark, source, tmp_pat
     for ci, n in (("dbo_orders", len(source.changes())), ("dbo_other", 1)):
         assert spark.read.format("delta").load(str(tmp_path / "b" / ci)).count() == n
     # one name for several queries is refused before anything starts
-    argv += ["--query-name", "q"]
-    assert main(argv) == 2
+    capsys.readouterr()
+    assert main([*argv, "--query-name", "q"]) == 1
+    assert "--query-name names one query" in capsys.readouterr().err
 
 
 def test_repeated_capture_instances_leave_the_option_to_each_stream():
