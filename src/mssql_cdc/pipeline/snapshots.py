@@ -29,8 +29,7 @@ from mssql_cdc.sink import (
     write_snapshot,
     write_snapshot_open,
 )
-from mssql_cdc.source import SnapshotPosition
-from mssql_cdc.source.offsets import format_utc
+from mssql_cdc.source import SnapshotPosition, format_utc
 from mssql_cdc.types import Offset
 
 if TYPE_CHECKING:
