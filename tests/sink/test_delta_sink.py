@@ -270,3 +270,32 @@ def test_without_facts_a_rewound_checkpoint_is_dropped_silently(spark, tmp_path)
     delta_sink(bronze, "n1")(changes(spark, [change(1, 2, 1, "a")]), 0)
     delta_sink(bronze, "n1")(changes(spark, [change(7, 2, 7, "z")]), 0)
     assert [r.id for r in spark.read.format("delta").load(bronze).collect()] == [1]
+
+
+def test_a_new_column_delta_cannot_name_fails_with_the_statement_that_enables_it(spark, tmp_path):
+    """Bronze created without column mapping (no column needed it) meets a newer capture
+    instance's ``[Unit Price]``: the batch fails before writing with the ALTER TABLE that
+    enables column mapping, and after running it the replayed batch lands."""
+    from pyspark.sql import functions as sf
+
+    from mssql_cdc.errors import SchemaChangedError
+
+    bronze = str(tmp_path / "bronze")
+    sink = delta_sink(bronze, "cm")
+    sink(changes(spark, BATCH0), 0)
+    batch1 = changes(spark, BATCH1).withColumn("Unit Price", sf.lit(1.5))
+    with pytest.raises(SchemaChangedError) as err:
+        sink(batch1, 1)
+    message = str(err.value)
+    assert "'Unit Price'" in message, message
+    statement = message[message.index("ALTER TABLE") : message.index("and restart")].strip()
+    assert statement == (
+        f"ALTER TABLE delta.`{bronze}` SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
+        "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')"
+    ), statement
+    assert spark.read.format("delta").load(bronze).count() == len(BATCH0)  # nothing written
+
+    spark.sql(statement)
+    sink(batch1, 1)
+    rows = spark.read.format("delta").load(bronze).where("_batch_id = 1").collect()
+    assert [r["Unit Price"] for r in rows] == [1.5] * len(BATCH1)

@@ -225,3 +225,21 @@ def test_a_snapshot_after_a_dropped_column_reads_it_as_null(source):
         for row in b.to_pylist()
     ]
     assert [(r["id"], r["name"], r["qty"]) for r in rows] == [(1, None, 1), (2, None, 2)]
+
+
+def test_two_instances_typing_a_column_incompatibly_fail_the_schema_naming_both(source):
+    """load() infers the union of the instances' columns. A type change follows into every
+    instance's change table, so two instances disagree only over a column dropped and added
+    again under the same name: qty INT in the old instance, NVARCHAR in the new one cannot be
+    one column, and the error names both instances."""
+    from mssql_cdc.source.datasource import MssqlCdcDataSource
+
+    source.sql("ALTER TABLE dbo.orders DROP COLUMN qty")
+    source.sql("ALTER TABLE dbo.orders ADD qty nvarchar(20) NULL")
+    source.sql(V2)
+    with pytest.raises(SchemaChangedError) as err:
+        MssqlCdcDataSource(source.options()).schema()
+    message = str(err.value)
+    assert "'dbo_orders'" in message and "'dbo_orders_v2'" in message, message
+    assert "'qty'" in message and "INT" in message and "STRING" in message, message
+    assert "columns option" in message  # what to do

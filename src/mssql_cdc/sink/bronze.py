@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 from mssql_cdc.errors import SchemaChangedError
 from mssql_cdc.sink.app_ids import BOOTSTRAP_VERSION, events_app_id
 from mssql_cdc.sink.schemas import BRONZE
-from mssql_cdc.sink.tables import TableRef, ensure_table, table_ref, txn_version
+from mssql_cdc.sink.tables import (
+    COLUMN_MAPPING_PROPERTIES,
+    TableRef,
+    ensure_table,
+    needs_column_mapping,
+    table_ref,
+    txn_version,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -29,6 +36,7 @@ __all__ = [
     "batch_metadata",
     "change_history",
     "clashing_columns",
+    "column_mapping_error",
     "find_snapshot",
     "newest_whole_snapshot",
     "snapshot_rows",
@@ -90,13 +98,35 @@ def append_bronze(
     try:
         target.append(out, txn[0], txn[1], metadata, merge_schema=True)
     except Exception as exc:
-        if not any(mark in str(exc) for mark in _TYPE_CLASH):
-            raise
-        raise type_clash_error(target.text, str(exc)) from exc
+        text = str(exc)
+        if any(mark in text for mark in _TYPE_CLASH):
+            raise type_clash_error(target.text, text) from exc
+        if any(mark in text for mark in _NAME_REFUSED):
+            raise column_mapping_error(target, out.columns) from exc
+        raise
 
 
 #: what Delta's schema merge says when a column's type changed (error classes and text)
 _TYPE_CLASH = ("DELTA_FAILED_TO_MERGE_FIELDS", "Failed to merge incompatible data types")
+#: what Delta says when a new column's name needs column mapping, which the table lacks
+_NAME_REFUSED = ("DELTA_INVALID_CHARACTERS_IN_COLUMN_NAME", "invalid character(s) among")
+
+
+def column_mapping_error(target: TableRef, columns: Sequence[str]) -> SchemaChangedError:
+    """The error of an append that adds a column whose name Delta refuses without column mapping
+    (a space or one of ``,;{}()=``, e.g. ``[Unit Price]`` from a newer capture instance) to a
+    bronze table created without it. The sink never enables column mapping on an existing table
+    (readers of the table must support it): the message gives the statement that does
+    (https://docs.delta.io/latest/delta-column-mapping.html)."""
+    named = [c for c in columns if needs_column_mapping(c)]
+    properties = ", ".join(f"'{k}' = '{v}'" for k, v in COLUMN_MAPPING_PROPERTIES.items())
+    statement = f"ALTER TABLE {target.sql} SET TBLPROPERTIES ({properties})"
+    return SchemaChangedError(
+        f"bronze {target.text}: new column(s) {', '.join(repr(c) for c in named)} need Delta "
+        f"column mapping, which the table does not have; nothing of the batch was written. Run "
+        f"{statement} and restart the query (every reader of the table must support column "
+        "mapping)"
+    )
 
 
 def type_clash_error(target: str, cause: str) -> SchemaChangedError:

@@ -31,10 +31,12 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 __all__ = [
+    "COLUMN_MAPPING_PROPERTIES",
     "TableRef",
     "columns_of",
     "create_table",
     "ensure_table",
+    "needs_column_mapping",
     "normal_path",
     "quote",
     "same_table",
@@ -50,6 +52,20 @@ log = logging.getLogger("mssql_cdc.sink")
 
 #: characters Delta refuses in column names unless column mapping is on
 _MAPPING_CHARS = frozenset(" ,;{}()\n\t=")
+#: the table properties of Delta column mapping by name (docs.delta.io, "Delta column mapping")
+COLUMN_MAPPING_PROPERTIES = {
+    "delta.columnMapping.mode": "name",
+    "delta.minReaderVersion": "2",
+    "delta.minWriterVersion": "5",
+}
+
+
+def needs_column_mapping(name: str) -> bool:
+    """Whether Delta refuses the column name ``name`` unless column mapping is on (a space, a
+    tab, a newline or one of ``,;{}()=``)."""
+    return bool(_MAPPING_CHARS.intersection(name))
+
+
 # a scheme of two or more characters (one letter is a Windows drive)
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):")
 # one part of a dotted name, in backticks or not, and the dot after it (or the end)
@@ -283,14 +299,8 @@ def create_table(
             name needs it (spaces, ``,;{}()=``).
     """
     props = dict(properties)
-    if any(_MAPPING_CHARS.intersection(name) for name, _, _ in columns):
-        props.update(
-            {
-                "delta.columnMapping.mode": "name",
-                "delta.minReaderVersion": "2",
-                "delta.minWriterVersion": "5",
-            }
-        )
+    if any(needs_column_mapping(name) for name, _, _ in columns):
+        props.update(COLUMN_MAPPING_PROPERTIES)
     # SQL, not DeltaTable.createIfNotExists: no Delta Connect plugin needed (ADR 0061)
     try:
         run_create_table(spark, ref.sql, columns, comment, props)
