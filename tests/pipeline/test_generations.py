@@ -85,7 +85,6 @@ def test_last_committed_offset_reads_the_newest_committed_batch(tmp_path):
         (("fail", "7", False, "full"), TypeError, "resnapshot_interval_days must be a number"),
         (("fail", True, False, "full"), TypeError, "resnapshot_interval_days must be a number"),
         (("fail", 7, 1, "full"), TypeError, "snapshot_on_switch must be True or False"),
-        (("fail", 7, True, "full"), ValueError, "snapshot_on_switch=True is not supported"),
         (("fail", 7, False, "lazy"), ValueError, "snapshot must be 'full' or 'chunked'"),
         (("fail", 7, False, "chunked"), ValueError, "snapshot='chunked' is not supported"),
     ],

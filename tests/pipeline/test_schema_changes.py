@@ -110,3 +110,67 @@ def test_the_add_column_playbook_while_a_stream_runs(spark, source, tmp_path):
     batches = spark.read.format("delta").load(facts).where("event IS NULL")
     later = batches.where(f"batch_id > {switched['batch_id']}").count()
     assert later >= 1  # the row that tells the DBA the old instance may go
+
+
+def test_snapshot_on_switch_gives_unchanged_rows_the_new_column(spark, source, tmp_path):
+    """snapshot_on_switch=True: after the micro-batch that switches to the new instance, a whole
+    snapshot lands in bronze once (``<app_id>#switch``, the batch id), so row 2, which no change
+    touched since, and row 1, whose only change was captured without the column, carry
+    ``note``; a replay of that batch does not take it again."""
+    from mssql_cdc.pipeline.snapshots import newest_snapshot
+    from mssql_cdc.pipeline.switch_snapshot import SwitchSnapshotSink
+
+    bronze, facts, cp = (str(tmp_path / n) for n in ("bronze", "facts", "cp"))
+
+    def run():
+        query = stream(spark, source.options()).to_delta(
+            bronze,
+            app_id="orders-sw",
+            checkpoint=cp,
+            facts_table=facts,
+            trigger={"availableNow": True},
+            snapshot_on_switch=True,
+        )
+        query.awaitTermination()
+        return query
+
+    source.sql("INSERT INTO dbo.orders VALUES (1, N'a', 1), (2, N'b', 2)")
+    source.scan()
+    run()
+    source.sql("ALTER TABLE dbo.orders ADD note nvarchar(20) NULL")
+    source.sql("UPDATE dbo.orders SET note = N'kept' WHERE id = 1")  # before the new instance
+    source.sql(V2)
+    source.sql("INSERT INTO dbo.orders (id, name, qty, note) VALUES (3, N'c', 3, N'new')")
+    source.scan()
+    run()  # the restart reads the union schema and switches in place
+
+    df = spark.read.format("delta").load(bronze)
+    snapshot = df.where("_operation = 0").collect()
+    [lsn] = {r["_snapshot"] for r in snapshot}
+    assert sorted((r["id"], r["note"]) for r in snapshot) == [(1, "kept"), (2, None), (3, "new")]
+    assert newest_snapshot(spark, bronze, facts)["lsn"] == lsn
+    [switched] = (
+        spark.read.format("delta")
+        .load(facts)
+        .where("event = 'capture_instance_switched'")
+        .collect()
+    )
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{bronze}`").collect()
+    snapshot_commits = [h for h in history if '"switch_snapshot"' in (h["userMetadata"] or "")]
+    assert len(snapshot_commits) == 1
+    assert f'"batch_id": {switched["batch_id"]}' in snapshot_commits[0]["userMetadata"]
+    start_v2 = Lsn.parse(switched["min_lsn"])
+    old = [c for c in source.changes("dbo_orders") if Lsn.parse(c[0]) < start_v2]
+    assert bronze_changes(spark, bronze) == old + source.changes("dbo_orders_v2")
+
+    # a replay of the switch batch (a crash after the snapshot commit) reads nothing again
+    from mssql_cdc.options import parse_options
+    from mssql_cdc.sink import DeltaSink, table_ref
+
+    sink = DeltaSink(table_ref(bronze, "target"), "orders-sw", None, None, cp)
+    sink.metrics = object()  # type: ignore[assignment]  (only checked to be set)
+    wrapper = SwitchSnapshotSink(sink, source.options(), parse_options(source.options()))
+    wrapper._snapshot(df.limit(0), switched["batch_id"], {"kind": "capture_instance_switched"})
+    assert spark.read.format("delta").load(bronze).where("_operation = 0").count() == 3
+    run()  # and a run with nothing new takes no snapshot
+    assert spark.read.format("delta").load(bronze).where("_operation = 0").count() == 3

@@ -202,6 +202,7 @@ class Recovery:
 
     resnapshot: bool
     interval_days: float
+    snapshot_on_switch: bool = False
 
 
 def check_recovery(
@@ -211,9 +212,8 @@ def check_recovery(
     snapshot: object,
 ) -> Recovery:
     """``on_data_loss`` (``"fail"`` or ``"resnapshot"``), ``resnapshot_interval_days`` (a
-    finite number >= 0), ``snapshot_on_switch`` (only ``False`` in this release: it needs the
-    capture-instance switch detection) and ``snapshot`` (only ``"full"``: chunked snapshots
-    are not built yet).
+    finite number >= 0), ``snapshot_on_switch`` (``True`` or ``False``) and ``snapshot`` (only
+    ``"full"``: chunked snapshots are not built yet).
 
     Raises:
         TypeError: a value of the wrong type.
@@ -235,12 +235,6 @@ def check_recovery(
         raise TypeError(
             f"snapshot_on_switch must be True or False, got {type(snapshot_on_switch).__name__}"
         )
-    if snapshot_on_switch:
-        raise ValueError(
-            "snapshot_on_switch=True is not supported by this release (it needs the "
-            "capture-instance switch detection); pass False, and take a snapshot after a "
-            "switch with CdcStream.snapshot(target, resnapshot=True)"
-        )
     if snapshot not in ("full", "chunked"):
         raise ValueError(f"snapshot must be 'full' or 'chunked', got {snapshot!r}")
     if snapshot == "chunked":
@@ -248,4 +242,4 @@ def check_recovery(
             "snapshot='chunked' is not supported by this release; use snapshot='full', or "
             "seed() from a copy for a table too big to read within the CDC retention"
         )
-    return Recovery(on_data_loss == "resnapshot", float(days))
+    return Recovery(on_data_loss == "resnapshot", float(days), snapshot_on_switch)

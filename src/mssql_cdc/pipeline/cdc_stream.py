@@ -12,7 +12,7 @@ without starting a query (docs/bootstrap.md, docs/data-loss.md, docs/generations
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from mssql_cdc._metrics import metrics_dir
@@ -133,7 +133,12 @@ class CdcStream:
             resnapshot_interval_days: at most one automatic re-snapshot (or failed attempt)
                 per this many days; a second loss inside it is a ``DataLossError`` saying when
                 the last one was. ``0`` allows one at every run.
-            snapshot_on_switch: only ``False`` in this release.
+            snapshot_on_switch: after the micro-batch that first reads a newer capture
+                instance, append a whole snapshot of the table to ``target`` (``txnAppId``
+                ``<app_id>#switch``, the batch id as version), so that rows no change touched
+                carry the new instance's columns; it reads the whole table inside that batch.
+                It learns of the switch from the reader's metrics files: needs a local or
+                Volume checkpoint or the ``metricsPath`` option.
             snapshot: only ``"full"`` in this release (``"chunked"`` is refused).
 
         Returns:
@@ -146,10 +151,11 @@ class CdcStream:
                 Databricks), ``bootstrap`` with the ``startingLsn`` option, a bad
                 ``on_data_loss``/``resnapshot_interval_days``/``snapshot``, ``"resnapshot"``
                 without facts, with ``failOnDataLoss=false`` or a URI checkpoint, a ``dbfs:/`` or
-                unopenable ``metricsPath``, ``facts_table`` naming ``target`` (in any
-                spelling), an ``app_id`` the facts table records writing to another target,
-                a ``query_name`` already active. All are raised before anything is
-                read or written.
+                unopenable ``metricsPath``, ``snapshot_on_switch`` without a metrics
+                directory (a URI checkpoint and no ``metricsPath``), ``facts_table`` naming
+                ``target`` (in any spelling), an ``app_id`` the facts table records writing to
+                another target, a ``query_name`` already active. All are raised before
+                anything is read or written.
             DataLossError: with ``on_data_loss="resnapshot"``, a second loss within
                 ``resnapshot_interval_days``, or a re-snapshot outlived by the retention.
             PermissionError, SqlServerError: from the bootstrap's reads of SQL Server.
@@ -200,12 +206,9 @@ class CdcStream:
         name = chosen_name or sink_id
         if name != checked:  # a re-snapshot opened a new generation
             _check_name_free(self.spark, name)
-        metrics = resolve_metrics_path(
-            location, sink_id, options.pop("metricsPath", None), has_facts=facts_ref is not None
+        metrics, batch_function = self._sink(
+            options, location, target_ref, sink_id, facts_ref, recovery.snapshot_on_switch
         )
-        # the sink's arguments were checked above, once (sink_arguments): built directly
-        folder = None if metrics is None else metrics_dir(metrics)
-        sink = DeltaSink(target_ref, sink_id, facts_ref, folder, location)
         if metrics is not None:
             options["metricsPath"] = metrics
         if generation.starting_lsn is not None:  # generation n > 0 starts after its snapshot
@@ -221,7 +224,7 @@ class CdcStream:
             self.spark.readStream.format("mssql_cdc")
             .options(**options)
             .load()
-            .writeStream.foreachBatch(sink)
+            .writeStream.foreachBatch(batch_function)
             .option("checkpointLocation", location)
             .queryName(name)
         )
@@ -239,6 +242,39 @@ class CdcStream:
             metrics,
         )
         return query
+
+    def _sink(  # noqa: PLR0917 (one call site)
+        self,
+        options: dict[str, str],
+        location: str,
+        target_ref: TableRef,
+        sink_id: str,
+        facts_ref: TableRef | None,
+        snapshot_on_switch: bool,
+    ) -> tuple[str | None, Callable[[DataFrame, int], None]]:
+        """The stream's metrics directory (``metricsPath`` popped from ``options``) and its
+        ``foreachBatch`` function: the sink, wrapped for ``snapshot_on_switch``."""
+        metrics = resolve_metrics_path(
+            location,
+            sink_id,
+            options.pop("metricsPath", None),
+            has_facts=facts_ref is not None or snapshot_on_switch,
+        )
+        if snapshot_on_switch and metrics is None:
+            raise ValueError(
+                "snapshot_on_switch=True learns of a capture-instance switch from the reader's "
+                f"metrics files, and the checkpoint {location!r} is a URI: set the metricsPath "
+                "option to a directory every node can write (a Volume, or a URI pyarrow.fs "
+                "opens), or use a local or Volume checkpoint"
+            )
+        # the sink's arguments were checked by to_delta, once (sink_arguments): built directly
+        folder = None if metrics is None else metrics_dir(metrics)
+        sink = DeltaSink(target_ref, sink_id, facts_ref, folder, location)
+        if not snapshot_on_switch:
+            return metrics, sink
+        from mssql_cdc.pipeline.switch_snapshot import SwitchSnapshotSink
+
+        return metrics, SwitchSnapshotSink(sink, options, self._parsed)
 
     def _check_resnapshot(self, checkpoint: str, facts: TableRef | None) -> None:
         what = "on_data_loss='resnapshot'"

@@ -21,6 +21,7 @@ from mssql_cdc.sink.app_ids import (
     facts_app_id,
     generation_app_id,
     resnapshot_version,
+    switch_app_id,
 )
 from mssql_cdc.sink.bronze import (
     change_history,
@@ -83,6 +84,7 @@ __all__ = [
     "snapshot_rows",
     "snapshot_txn_version",
     "stream_summaries",
+    "switch_app_id",
     "table_ref",
     "utc_now",
     "with_sink_columns",

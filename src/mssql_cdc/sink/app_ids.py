@@ -12,6 +12,9 @@ per kind and a replay of any commit is skipped by Delta:
   ``bootstrap``/``resnapshot`` facts rows: ``txnVersion`` 0 for the bootstrap snapshot (or the
   seed), :func:`resnapshot_version` (the generation ``n``) for the re-snapshot that opens
   generation ``n``, :data:`MANUAL_SNAPSHOT_APP_ID` for ``snapshot()`` without an app_id;
+* :func:`switch_app_id` (``<app_id>#switch``): with ``snapshot_on_switch``, the snapshot
+  appended after the micro-batch that switched to a newer capture instance, ``txnVersion`` that
+  batch's id;
 * :func:`generation_app_id` (``<app_id>.g<n>``): the sink id of generation ``n`` > 0 (its
   micro-batches use the three ids above derived from it).
 
@@ -28,6 +31,7 @@ __all__ = [
     "facts_app_id",
     "generation_app_id",
     "resnapshot_version",
+    "switch_app_id",
 ]
 
 #: ``txnVersion`` of the bootstrap snapshot's commits (one snapshot per app_id)
@@ -51,6 +55,12 @@ def facts_app_id(app_id: str) -> str:
 def events_app_id(app_id: str) -> str:
     """``txnAppId`` of a stream's snapshot commits (target and facts)."""
     return f"{app_id}#events"
+
+
+def switch_app_id(app_id: str) -> str:
+    """``txnAppId`` of the snapshots ``snapshot_on_switch`` appends to bronze (``txnVersion``
+    the id of the micro-batch that switched capture instance)."""
+    return f"{app_id}#switch"
 
 
 def generation_app_id(app_id: str, generation: int) -> str:
