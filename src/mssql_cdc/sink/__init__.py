@@ -37,6 +37,7 @@ from mssql_cdc.sink.facts import parse_utc, utc_now
 from mssql_cdc.sink.facts_table import (
     bootstrap_lsn,
     ensure_facts_table,
+    facts_history,
     last_batch,
     newest_snapshot_event,
     recent_events,
@@ -66,6 +67,7 @@ __all__ = [
     "delta_sink",
     "ensure_control_table",
     "ensure_facts_table",
+    "facts_history",
     "events_app_id",
     "facts_app_id",
     "find_snapshot",
