@@ -49,7 +49,9 @@ def _position(x: int, y: int, width: int, height: int) -> dict[str, int]:
     return {"x": x, "y": y, "width": width, "height": height}
 
 
-def _table(name: str, dataset: str, columns: list[str], title: str, pos: dict[str, int]) -> Any:
+def _table(
+    name: str, dataset: str, columns: list[str], title: str, pos: dict[str, int]
+) -> dict[str, Any]:
     query = {"datasetName": dataset, "fields": _fields(columns), "disaggregated": True}
     spec = {
         "version": 1,
@@ -63,7 +65,7 @@ def _table(name: str, dataset: str, columns: list[str], title: str, pos: dict[st
     }
 
 
-def _line(name: str, y: str, title: str, unit: str, pos: dict[str, int]) -> Any:
+def _line(name: str, y: str, title: str, unit: str, pos: dict[str, int]) -> dict[str, Any]:
     columns = ["written_at", y, "app_id"]
     query = {"datasetName": "timeline", "fields": _fields(columns), "disaggregated": True}
     spec = {
@@ -90,7 +92,7 @@ def _line(name: str, y: str, title: str, unit: str, pos: dict[str, int]) -> Any:
     }
 
 
-def _facts_box() -> Any:
+def _facts_box() -> dict[str, Any]:
     """A text box that sets every dataset's ``facts`` parameter."""
     queries = [
         {
@@ -116,15 +118,13 @@ def _facts_box() -> Any:
     }
 
 
-def _counter() -> Any:
+def _counter() -> dict[str, Any]:
     field = {"name": "sum(unhealthy)", "expression": "SUM(`unhealthy`)"}
     query = {"datasetName": "health", "fields": [field], "disaggregated": False}
     spec = {
         "version": 2,
         "widgetType": "counter",
-        "encodings": {
-            "value": {"fieldName": "sum(unhealthy)", "displayName": "unhealthy streams"}
-        },
+        "encodings": {"value": {"fieldName": "sum(unhealthy)", "displayName": "unhealthy streams"}},
         "frame": {"showTitle": True, "title": "Unhealthy streams"},
     }
     return {
@@ -155,16 +155,44 @@ def dashboard() -> dict[str, Any]:
     layout = [
         _facts_box(),
         _counter(),
-        _table("health", "health", health, "Streams: the newest micro-batch of each", _position(0, 2, 6, 5)),
-        _line("rows_per_second", "rows_per_second", "Rows per second", "rows/s", _position(0, 7, 3, 6)),
+        _table(
+            "health",
+            "health",
+            health,
+            "Streams: the newest micro-batch of each",
+            _position(0, 2, 6, 5),
+        ),
+        _line(
+            "rows_per_second", "rows_per_second", "Rows per second", "rows/s", _position(0, 7, 3, 6)
+        ),
         _line("rows_per_batch", "rows", "Rows per micro-batch", "rows", _position(3, 7, 3, 6)),
-        _line("ingestion_lag", "ingestion_lag_seconds", "Ingestion lag", "seconds", _position(0, 13, 3, 6)),
-        _line("capture_lag", "capture_lag_seconds", "Capture lag", "seconds", _position(3, 13, 3, 6)),
-        _line("headroom", "retention_headroom_hours", "Retention headroom", "hours", _position(0, 19, 3, 6)),
+        _line(
+            "ingestion_lag",
+            "ingestion_lag_seconds",
+            "Ingestion lag",
+            "seconds",
+            _position(0, 13, 3, 6),
+        ),
+        _line(
+            "capture_lag", "capture_lag_seconds", "Capture lag", "seconds", _position(3, 13, 3, 6)
+        ),
+        _line(
+            "headroom",
+            "retention_headroom_hours",
+            "Retention headroom",
+            "hours",
+            _position(0, 19, 3, 6),
+        ),
         _line("duration", "duration_seconds", "Batch duration", "seconds", _position(3, 19, 3, 6)),
-        _table("events", "events", [*events, "detail"], "Events (alert on resnapshot and data_skipped)", _position(0, 25, 6, 5)),
+        _table(
+            "events",
+            "events",
+            [*events, "detail"],
+            "Events (alert on resnapshot and data_skipped)",
+            _position(0, 25, 6, 5),
+        ),
         _table("warnings", "warnings", warnings, "Reader warnings", _position(0, 30, 6, 4)),
-    ]  # fmt: skip
+    ]
     return {
         "datasets": [_dataset(name, display) for name, display in DATASETS.items()],
         "pages": [{"name": "streams", "displayName": "mssql-cdc streams", "layout": layout}],

@@ -128,13 +128,25 @@ def run(spark, name: str, facts: str) -> list[dict]:
 
 
 def test_health_query_flags_what_the_newest_rows_say(spark, facts):
+    before = _now()
     rows = {r["app_id"]: r for r in run(spark, "health", facts)}
+    after = _now()
     assert sorted(rows) == ["bare", "healthy", "stale"]
     healthy, stale, bare = rows["healthy"], rows["stale"], rows["bare"]
-    assert (healthy["last_batch"], healthy["last_rows"], healthy["target"]) == (1, 30, "bronze.healthy")
-    assert healthy["problems"] == [] and healthy["unhealthy"] == 0
-    assert abs(healthy["hours_since_last"] - 1 / 60) < 0.01
-    assert abs(healthy["headroom_left_hours"] - (72 - 1 / 60)) < 0.01
+    assert (healthy["last_batch"], healthy["last_rows"], healthy["target"]) == (
+        1,
+        30,
+        "bronze.healthy",
+    )
+    assert healthy["problems"] == []
+    assert healthy["unhealthy"] == 0
+    # hours since the row was written, by the query's clock (between before and after)
+    written = healthy["last_written_at"]
+    since = healthy["hours_since_last"]
+    slack = 1e-6
+    assert (before - written).total_seconds() / 3600 - slack <= since
+    assert since <= (after - written).total_seconds() / 3600 + slack
+    assert healthy["headroom_left_hours"] == pytest.approx(72 - since)
     assert (healthy["ingestion_lag_seconds"], healthy["capture_lag_seconds"]) == (1.0, 4.0)
     assert stale["problems"] == [
         "no facts row for 15 min",
@@ -142,7 +154,7 @@ def test_health_query_flags_what_the_newest_rows_say(spark, facts):
         "ingestion lag over 1 h",
     ]
     assert stale["unhealthy"] == 1
-    assert abs(stale["headroom_left_hours"] - (20 - 0.5)) < 0.01
+    assert stale["headroom_left_hours"] == pytest.approx(20 - stale["hours_since_last"])
     assert bare["problems"] == ["metrics missing"]
 
 
@@ -184,7 +196,7 @@ def test_dashboard_widgets_ask_for_columns_the_queries_return(spark, facts):
         columns[name] = set(spark.sql(query(name, facts)).columns)
     for item in dashboard["pages"][0]["layout"]:
         for q in item["widget"]["queries"]:
-            query = q["query"]
-            for f in query.get("fields", []):
+            asked = q["query"]
+            for f in asked.get("fields", []):
                 used = f["expression"].split("`")[1]
-                assert used in columns[query["datasetName"]], (item["widget"]["name"], used)
+                assert used in columns[asked["datasetName"]], (item["widget"]["name"], used)

@@ -105,8 +105,7 @@ def _report(args: argparse.Namespace) -> int:
 
     if args.out.suffix.lower() not in FORMATS:
         raise ValueError(
-            f"--out {str(args.out)!r}: the extension picks the format, one of "
-            f"{', '.join(FORMATS)}"
+            f"--out {str(args.out)!r}: the extension picks the format, one of {', '.join(FORMATS)}"
         )
     if args.hours is not None and args.hours <= 0:
         raise ValueError(f"--hours must be positive, got {args.hours:g}")
@@ -187,16 +186,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("mssql_cdc").setLevel(args.log_level)
+    commands = {
+        "demo": _demo,
+        "stream": lambda a: stream_command.run_stream(a, sys.stdout),
+        "check": lambda a: check_command.run_check(a, sys.stdout),
+        "report": _report,
+        "status": _status,
+    }
     try:
-        if args.command == "demo":
-            return _demo(args)
-        if args.command == "stream":
-            return stream_command.run_stream(args, sys.stdout)
-        if args.command == "check":
-            return check_command.run_check(args, sys.stdout)
-        if args.command == "report":
-            return _report(args)
-        return _status(args)
+        return commands[args.command](args)
     except (ValueError, TypeError, PermissionError, FileNotFoundError, MssqlCdcError) as exc:
         print(f"mssql-cdc {args.command}: {exc}", file=sys.stderr)
         return 1

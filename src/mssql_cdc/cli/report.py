@@ -39,9 +39,9 @@ __all__ = [
     "StreamSeries",
     "read_facts",
     "render_report",
-    "require_matplotlib",
     "report_figure",
     "report_html",
+    "require_matplotlib",
     "stream_series",
 ]
 
@@ -80,9 +80,7 @@ class StreamSeries:
         return int(sum(self.rows))
 
 
-def read_facts(
-    spark: SparkSession, facts_table: str, hours: float | None = None
-) -> pa.Table:
+def read_facts(spark: SparkSession, facts_table: str, hours: float | None = None) -> pa.Table:
     """The facts rows to draw: the last ``hours`` hours (all without it).
 
     Raises:
@@ -94,9 +92,7 @@ def read_facts(
     if hours is not None:
         if hours <= 0:
             raise ValueError(f"--hours must be positive, got {hours:g}")
-        since = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) - dt.timedelta(
-            hours=hours
-        )
+        since = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) - dt.timedelta(hours=hours)
     return facts_history(spark, facts_table, since)
 
 
@@ -203,19 +199,19 @@ def report_figure(streams: Sequence[StreamSeries], title: str) -> Figure:
         label = f"{s.app_id}: {len(x):,} batches, {s.total_rows:,} rows"
         handles.append(Line2D([], [], color=color, lw=2, label=label))
         for when, kind, _ in s.events:
-            group, ecolor, ls = EVENT_STYLES[kind]
+            _, ecolor, ls = EVENT_STYLES[kind]
             seen_kinds.add(kind)
             for ax in axes:
                 ax.axvline(when, color=ecolor, ls=ls, lw=1.0, alpha=0.7)
-    for kind in EVENT_STYLES:
+    for kind, (group, ecolor, ls) in EVENT_STYLES.items():
         if kind in seen_kinds:
-            group, ecolor, ls = EVENT_STYLES[kind]
             handles.append(Line2D([], [], color=ecolor, ls=ls, lw=1.2, label=group))
     for ax in axes[:2]:
         ax.set_ylim(bottom=0)
-    locator = mdates.AutoDateLocator()
+    locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
     axes[-1].xaxis.set_major_locator(locator)
-    axes[-1].xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    formatter = mdates.ConciseDateFormatter(locator)  # type: ignore[no-untyped-call]
+    axes[-1].xaxis.set_major_formatter(formatter)
     axes[-1].set_xlabel("written_at (UTC)")
     fig.suptitle(title, x=0.01, ha="left", fontsize=12)
     if handles:

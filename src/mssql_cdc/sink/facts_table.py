@@ -297,9 +297,7 @@ HISTORY_COLUMNS = (
 )
 
 
-def facts_history(
-    spark: SparkSession, facts_table: str, since: datetime | None = None
-) -> pa.Table:
+def facts_history(spark: SparkSession, facts_table: str, since: datetime | None = None) -> pa.Table:
     """The facts rows written at or after ``since`` (all without it), micro-batch and event
     rows, :data:`HISTORY_COLUMNS` only, ordered by ``app_id`` and ``written_at``: one Arrow
     table collected on the driver (a row per batch; ``mssql-cdc report`` draws it).
