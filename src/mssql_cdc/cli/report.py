@@ -190,7 +190,7 @@ def report_figure(streams: Sequence[StreamSeries], title: str) -> Figure:
         marker = "o" if len(x) < 60 else None
         style: dict[str, Any] = {"color": color, "marker": marker, "markersize": 3, "lw": 1.2}
         if x:
-            axes[0].plot(x, _values(s.rows), drawstyle="steps-post", **style)
+            axes[0].plot(x, _values(s.rows), **style)
             axes[1].plot(x, _values(s.rows_per_second), **style)
             axes[2].plot(x, _values(s.ingestion_lag_seconds), **style)
             axes[2].plot(x, _values(s.capture_lag_seconds), ls="--", **style)
@@ -206,8 +206,9 @@ def report_figure(streams: Sequence[StreamSeries], title: str) -> Figure:
     for kind, (group, ecolor, ls) in EVENT_STYLES.items():
         if kind in seen_kinds:
             handles.append(Line2D([], [], color=ecolor, ls=ls, lw=1.2, label=group))
-    for ax in axes[:2]:
-        ax.set_ylim(bottom=0)
+    for ax in axes:  # every figure is a size: its zero is part of the picture
+        top = max(ax.get_ylim()[1], 0.0)
+        ax.set_ylim(0.0, top * 1.08 if top > 0 else 1.0)
     locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
     axes[-1].xaxis.set_major_locator(locator)
     formatter = mdates.ConciseDateFormatter(locator)  # type: ignore[no-untyped-call]
@@ -215,7 +216,7 @@ def report_figure(streams: Sequence[StreamSeries], title: str) -> Figure:
     axes[-1].set_xlabel("written_at (UTC)")
     fig.suptitle(title, x=0.01, ha="left", fontsize=12)
     if handles:
-        fig.legend(handles=handles, loc="outside upper left", ncols=2, fontsize=9, frameon=False)
+        fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=9, frameon=False)
     if not any(s.written_at for s in streams):
         axes[0].text(0.5, 0.5, "no micro-batch rows", transform=axes[0].transAxes, ha="center")
     return fig
