@@ -29,8 +29,13 @@ def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-def _batch(app_id, batch_id, written_at, *, rows=3, headroom=72.0, lag=1.0, warnings=()):
+def _batch(
+    app_id, batch_id, written_at, *, rows=3, headroom=72.0, lag=1.0, behind=None, warnings=()
+):
+    """A micro-batch row whose newest change read was committed ``behind`` before the row
+    (``lag`` seconds by default)."""
     metrics = FoldedMetrics(
+        end_commit_ts=written_at - (behind or timedelta(seconds=lag)),
         read_seconds=2.0,
         read_mb=1.5,
         network_wait_ms=500,
@@ -68,6 +73,7 @@ def facts(spark, tmp_path_factory) -> str:
             now - timedelta(minutes=30),
             headroom=20.0,
             lag=7200.0,
+            behind=timedelta(hours=50),
             warnings=["w: option x ignored"],
         ),
         batch_row(
@@ -146,7 +152,8 @@ def test_health_query_flags_what_the_newest_rows_say(spark, facts):
     slack = 1e-6
     assert (before - written).total_seconds() / 3600 - slack <= since
     assert since <= (after - written).total_seconds() / 3600 + slack
-    assert healthy["headroom_left_hours"] == pytest.approx(72 - since)
+    # 72 h of retention less the hours since the newest change read (1 s before the row)
+    assert healthy["headroom_left_hours"] == pytest.approx(72 - since - 1 / 3600)
     assert (healthy["ingestion_lag_seconds"], healthy["capture_lag_seconds"]) == (1.0, 4.0)
     assert stale["problems"] == [
         "no facts row for 15 min",
@@ -154,7 +161,7 @@ def test_health_query_flags_what_the_newest_rows_say(spark, facts):
         "ingestion lag over 1 h",
     ]
     assert stale["unhealthy"] == 1
-    assert stale["headroom_left_hours"] == pytest.approx(20 - stale["hours_since_last"])
+    assert stale["headroom_left_hours"] == pytest.approx(72 - 50 - stale["hours_since_last"])
     assert bare["problems"] == ["metrics missing"]
 
 
