@@ -1,5 +1,5 @@
-"""The ``mssql-cdc`` command: ``demo``, ``stream``, ``check`` and ``status`` (docs/streaming.md,
-docs/permissions.md, docs/monitoring.md).
+"""The ``mssql-cdc`` command: ``demo``, ``stream``, ``check``, ``status`` and ``report``
+(docs/streaming.md, docs/permissions.md, docs/monitoring.md).
 
 ``main(argv)`` parses the arguments and runs one subcommand; errors a user can fix (bad
 arguments, missing tables, SQL Server refusing the login) are one line on stderr and exit
@@ -83,7 +83,38 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="newest micro-batch row older than this (a stream that stopped)",
     )
+
+    report = commands.add_parser(
+        "report", help="draw a facts table over time, per stream (HTML, PNG or SVG)"
+    )
+    report.add_argument("--facts", required=True, help="facts table (name or path)")
+    report.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        help="the file to write; its extension picks the format: .html, .png or .svg",
+    )
+    report.add_argument("--hours", type=float, help="only the last H hours (default: all)")
+    report.add_argument("--title", help="the report's title (default: the facts table)")
     return parser
+
+
+def _report(args: argparse.Namespace) -> int:
+    from mssql_cdc.cli.report import FORMATS, read_facts, render_report, require_matplotlib
+    from mssql_cdc.spark import get_spark
+
+    if args.out.suffix.lower() not in FORMATS:
+        raise ValueError(
+            f"--out {str(args.out)!r}: the extension picks the format, one of {', '.join(FORMATS)}"
+        )
+    if args.hours is not None and args.hours <= 0:
+        raise ValueError(f"--hours must be positive, got {args.hours:g}")
+    require_matplotlib()
+    spark = get_spark("mssql-cdc-report")
+    facts = read_facts(spark, args.facts, args.hours)
+    out = render_report(facts, args.out, title=args.title or f"mssql-cdc report: {args.facts}")
+    print(f"wrote {out} ({facts.num_rows:,} facts rows)")
+    return 0
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -155,14 +186,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("mssql_cdc").setLevel(args.log_level)
+    commands = {
+        "demo": _demo,
+        "stream": lambda a: stream_command.run_stream(a, sys.stdout),
+        "check": lambda a: check_command.run_check(a, sys.stdout),
+        "report": _report,
+        "status": _status,
+    }
     try:
-        if args.command == "demo":
-            return _demo(args)
-        if args.command == "stream":
-            return stream_command.run_stream(args, sys.stdout)
-        if args.command == "check":
-            return check_command.run_check(args, sys.stdout)
-        return _status(args)
+        return commands[args.command](args)
     except (ValueError, TypeError, PermissionError, FileNotFoundError, MssqlCdcError) as exc:
         print(f"mssql-cdc {args.command}: {exc}", file=sys.stderr)
         return 1

@@ -38,6 +38,7 @@ from mssql_cdc.sink.facts import parse_utc, utc_now
 from mssql_cdc.sink.facts_table import (
     bootstrap_lsn,
     ensure_facts_table,
+    facts_history,
     last_batch,
     newest_snapshot_event,
     recent_events,
@@ -69,6 +70,7 @@ __all__ = [
     "ensure_facts_table",
     "events_app_id",
     "facts_app_id",
+    "facts_history",
     "find_snapshot",
     "generation_app_id",
     "last_batch",

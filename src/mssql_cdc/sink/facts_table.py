@@ -21,6 +21,7 @@ from mssql_cdc.sink.schemas import FACTS
 from mssql_cdc.sink.tables import TableRef, ensure_table, same_table, table_ref
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Row, SparkSession
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "append_facts",
     "bootstrap_lsn",
     "ensure_facts_table",
+    "facts_history",
     "last_batch",
     "newest_snapshot_event",
     "recent_events",
@@ -272,6 +274,45 @@ def newest_snapshot_event(
     return max(found, key=lambda f: f[0]) if found else None
 
 
+def _existing(spark: SparkSession, facts_table: str) -> TableRef:
+    ref = table_ref(facts_table, "facts")
+    if not ref.exists(spark):
+        raise ValueError(f"facts table {facts_table!r} does not exist")
+    return ref
+
+
+#: the columns :func:`facts_history` returns (the report draws them: docs/monitoring.md)
+HISTORY_COLUMNS = (
+    "app_id",
+    "batch_id",
+    "event",
+    "rows",
+    "written_at",
+    "duration_ms",
+    "ingestion_lag_seconds",
+    "capture_lag_seconds",
+    "retention_headroom_hours",
+    "target",
+    "detail",
+)
+
+
+def facts_history(spark: SparkSession, facts_table: str, since: datetime | None = None) -> pa.Table:
+    """The facts rows written at or after ``since`` (all without it), micro-batch and event
+    rows, :data:`HISTORY_COLUMNS` only, ordered by ``app_id`` and ``written_at``: one Arrow
+    table collected on the driver (a row per batch; ``mssql-cdc report`` draws it).
+
+    Raises:
+        ValueError: ``facts_table`` does not exist.
+    """
+    from pyspark.sql import functions as sf
+
+    df = _existing(spark, facts_table).read(spark).select(*HISTORY_COLUMNS)
+    if since is not None:
+        df = df.where(sf.col("written_at") >= sf.lit(since))
+    return df.orderBy("app_id", "written_at", "batch_id").toArrow()
+
+
 def stream_summaries(spark: SparkSession, facts_table: str) -> list[Row]:
     """Per ``app_id`` (ordered), over the micro-batch rows (``event IS NULL``): ``n`` rows,
     ``rows`` summed, and ``last``, the newest row's ``batch_id``, ``rows``, ``written_at``,
@@ -283,10 +324,7 @@ def stream_summaries(spark: SparkSession, facts_table: str) -> list[Row]:
     """
     from pyspark.sql import functions as sf
 
-    ref = table_ref(facts_table, "facts")
-    if not ref.exists(spark):
-        raise ValueError(f"facts table {facts_table!r} does not exist")
-    batches = ref.read(spark).where(sf.col("event").isNull())
+    batches = _existing(spark, facts_table).read(spark).where(sf.col("event").isNull())
     newest = sf.max_by(
         sf.struct(
             "batch_id",

@@ -164,12 +164,18 @@ FACTS_COLUMNS: list[tuple[str, str, str]] = [
         "DOUBLE",
         "Task-seconds the partitions spent reading, Spark consuming the rows included.",
     ),
-    ("read_mb", "DOUBLE", "Megabytes of Arrow data read, after casting, summed over partitions."),
+    (
+        "read_mb",
+        "DOUBLE",
+        "Megabytes the partitions received from SQL Server while reading (TDS bytes off the "
+        "socket, TLS included, before decoding), summed.",
+    ),
     (
         "network_wait_ms",
         "BIGINT",
-        "ASYNC_NETWORK_IO wait of the partitions' sessions, summed; close to read_seconds * 1000 "
-        "means the read was network-bound.",
+        "Milliseconds the partitions' connections waited for SQL Server's bytes while reading "
+        "(the client blocked on its socket), summed; close to read_seconds * 1000 means the "
+        "read waited on the server or the network, not on decoding or Spark.",
     ),
     (
         "retention_watermark_ts",
