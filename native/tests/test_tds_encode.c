@@ -147,6 +147,31 @@ static void test_decimal_and_money(void **state) {
   mc_enc_buffer_free(&out);
 }
 
+/* A decimal(38) value is 18 bytes on the wire (length, sign, 16 magnitude bytes): the encoder
+ * must make room for all of them. Regression: it made room for 17 and wrote one byte past the
+ * buffer when the value started 17 bytes before its end (a heap overflow the emulator hit on a
+ * result of 20,000 rows). */
+static void test_decimal38_room_at_the_buffer_end(void **state) {
+  (void)state;
+  int64_t words[2] = {42, 0};
+  one_col b;
+  make_batch(&b, "d:38,0", 1, 0, NULL, words, NULL);
+  mc_enc_column c = column(MC_ENC_DECIMAL, 17);
+  c.precision = 38;
+  mc_enc_buffer out = {0};
+  mc_error err;
+  assert_int_equal(mc_enc_buffer_reserve(&out, 4096, &err), MC_OK);
+  size_t cap = out.cap;
+  out.len = cap - 18; /* the token fits, then 17 bytes are left for the 18 of the value */
+  memset(out.data, 0, out.len);
+  assert_int_equal(mc_tds_encode_rows(&c, 1, &b.parent_s, &b.parent_a, false, &out, &err), MC_OK);
+  assert_true(out.len <= out.cap);
+  assert_int_equal(out.len, cap - 18 + 19);
+  const uint8_t want[] = {0xD1, 17, 1, 42, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  assert_memory_equal(out.data + cap - 18, want, sizeof want);
+  mc_enc_buffer_free(&out);
+}
+
 static void test_nvarchar_and_padding(void **state) {
   (void)state;
   const char text[] = "h\xC3\xA9\xF0\x9F\x98\x80"; /* h, é, U+1F600 */
@@ -296,6 +321,7 @@ int main(void) {
       cmocka_unit_test(test_int_nullable_and_not),
       cmocka_unit_test(test_tinyint_range),
       cmocka_unit_test(test_decimal_and_money),
+      cmocka_unit_test(test_decimal38_room_at_the_buffer_end),
       cmocka_unit_test(test_nvarchar_and_padding),
       cmocka_unit_test(test_plp_chunks),
       cmocka_unit_test(test_temporal_text),

@@ -527,7 +527,8 @@ static mc_status put_value(const mc_enc_column *col, const col_in *c, int64_t i,
       bool neg;
       uint64_t hi, lo;
       get_dec(c, i, &neg, &hi, &lo);
-      MC_RETURN_NOT_OK(need(b, 17, err));
+      /* the length byte, the sign byte and up to 16 magnitude bytes (decimal(38) is size 17) */
+      MC_RETURN_NOT_OK(need(b, 18, err));
       if (col->kind == MC_ENC_DECIMAL) {
         if (!fits_precision(hi, lo, col->precision))
           return mc_error_set(err, MC_ERANGE, "decimal above precision %u", col->precision);
