@@ -295,6 +295,11 @@ class Driver:
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
 
+    def stop(self) -> None:
+        """Kill the driver's process group if it still runs (a trial that stops early)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill()
+
     def wait_ready(self, timeout: float = 300) -> None:
         """Until the first query started (the driver touches ``ready``) or the driver exited."""
         ready = Path(self.job["chaos"]["ready"])
@@ -440,6 +445,7 @@ def run_trial(seed: int, workdir: Path, *, seconds: float = 8.0, large: int = 30
     result = TrialResult(seed, p.describe(), collections.Counter())
     workdir.mkdir(parents=True)
     emu = Emulator(polling_interval=0.5).start()
+    driver: Driver | None = None
     try:
         create_source(emu)
         job = _job(emu, p, workdir)
@@ -470,6 +476,8 @@ def run_trial(seed: int, workdir: Path, *, seconds: float = 8.0, large: int = 30
     except Exception as exc:
         result.problems.append(f"the trial itself failed: {type(exc).__name__}: {exc}")
     finally:
+        if driver is not None:
+            driver.stop()
         emu.stop()
         result.seconds = time.monotonic() - began
     return result

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -29,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         "--minutes", type=float, default=None, help="start no trial after this many minutes"
     )
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     root = args.dir or Path(tempfile.mkdtemp(prefix="mssql-cdc-chaos-"))
     results = []
     began = time.monotonic()
@@ -37,7 +39,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.minutes is not None and time.monotonic() - began > args.minutes * 60:
             print(f"time budget of {args.minutes} minutes spent: {i} trials run")
             break
-        result = run_trial(seed, root / f"trial-{seed}", seconds=args.seconds, large=args.large)
+        try:
+            result = run_trial(seed, root / f"trial-{seed}", seconds=args.seconds, large=args.large)
+        except KeyboardInterrupt:  # SIGINT or SIGTERM: the table of the finished trials
+            print(f"interrupted: {i} trials finished")
+            break
         results.append(result)
         status = "ok" if result.ok else "FAILED"
         faults = ", ".join(f"{k} {n}" for k, n in sorted(result.faults.items())) or "none"
