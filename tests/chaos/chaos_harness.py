@@ -300,7 +300,7 @@ class Driver:
         if self.proc is not None and self.proc.poll() is None:
             self.kill()
 
-    def wait_ready(self, timeout: float = 300) -> None:
+    def wait_ready(self, timeout: float = 900) -> None:
         """Until the first query started (the driver touches ``ready``) or the driver exited."""
         ready = Path(self.job["chaos"]["ready"])
         deadline = time.monotonic() + timeout
@@ -310,7 +310,7 @@ class Driver:
                 raise RuntimeError(f"the driver never started a query:\n{self.log_tail()}")
             time.sleep(0.2)
 
-    def finish(self, timeout: float = 600) -> int:
+    def finish(self, timeout: float = 900) -> int:
         assert self.proc is not None
         try:
             return self.proc.wait(timeout)
@@ -340,6 +340,9 @@ class TrialResult:
     changes: int = 0
     batches: int = 0
     query_failures: int = 0
+    #: the harness could not finish the trial (a driver that never started or finished): no
+    #: verdict on exactly-once, reported apart from broken promises
+    inconclusive: bool = False
 
     @property
     def ok(self) -> bool:
@@ -464,6 +467,7 @@ def run_trial(seed: int, workdir: Path, *, seconds: float = 8.0, large: int = 30
             driver.start()  # killed or crashed during the last run: once more
         else:
             result.problems.append(f"the driver never finished:\n{driver.log_tail()}")
+            result.inconclusive = True
             return result
         result.query_failures = sum(
             1
@@ -475,6 +479,7 @@ def run_trial(seed: int, workdir: Path, *, seconds: float = 8.0, large: int = 30
         check(result, changes, times, _read_states(job))
     except Exception as exc:
         result.problems.append(f"the trial itself failed: {type(exc).__name__}: {exc}")
+        result.inconclusive = True
     finally:
         if driver is not None:
             driver.stop()
@@ -553,10 +558,11 @@ def table(results: list[TrialResult]) -> str:
         faults.update(r.faults)
     seconds = sum(r.seconds for r in results)
     lines = [
-        "| trials | failed | duplicates | losses | changes checked | batches | query restarts "
-        "| seconds per trial |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
-        f"| {len(results)} | {sum(not r.ok for r in results)} "
+        "| trials | broken promises | inconclusive | duplicates | losses | changes checked "
+        "| batches | query restarts | seconds per trial |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| {len(results)} | {sum(not r.ok and not r.inconclusive for r in results)} "
+        f"| {sum(r.inconclusive for r in results)} "
         f"| {sum(r.duplicates for r in results)} | {sum(r.losses for r in results)} "
         f"| {sum(r.changes for r in results)} | {sum(r.batches for r in results)} "
         f"| {sum(r.query_failures for r in results)} "

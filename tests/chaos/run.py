@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"interrupted: {i} trials finished")
             break
         results.append(result)
-        status = "ok" if result.ok else "FAILED"
+        status = "ok" if result.ok else "INCONCLUSIVE" if result.inconclusive else "FAILED"
         faults = ", ".join(f"{k} {n}" for k, n in sorted(result.faults.items())) or "none"
         print(
             f"trial {i + 1}/{args.trials} {status} in {result.seconds:.0f} s, "

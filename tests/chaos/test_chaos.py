@@ -5,6 +5,7 @@ dropped mid-result, refused logins and a cleanup. `make chaos` runs many more; C
 
 from __future__ import annotations
 
+import pytest
 from chaos_harness import plan, replay_command, run_trial
 
 SEED = 1
@@ -16,7 +17,9 @@ def test_the_ci_seed_plans_a_kill_among_its_faults():
     assert len(kinds) >= 3
 
 
+@pytest.mark.spark
 def test_a_trial_under_faults_delivers_every_change_once(tmp_path):
+    pytest.importorskip("pyspark")
     result = run_trial(SEED, tmp_path / "trial", seconds=4.0, large=1000)
     detail = f"{result.description}\n" + "\n".join(result.problems)
     assert result.ok, f"{detail}\nreplay: {replay_command(SEED)}"

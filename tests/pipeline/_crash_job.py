@@ -142,7 +142,11 @@ def run_chaos(job) -> int:
     spark = get_spark(
         "mssql-cdc-chaos",
         chaos.get("master", "local[2]"),
-        config={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"},
+        config={
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.databricks.delta.snapshotPartitions": "2",
+        },
     )
     state_file = Path(chaos["state"])
     states = json.loads(state_file.read_text()) if state_file.exists() else []
