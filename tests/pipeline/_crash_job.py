@@ -184,7 +184,7 @@ def run_chaos(job) -> int:
             finally:
                 listener.offer(query.lastProgress)
                 listener.finish()
-                listener.join(timeout=60)
+                listener.join(timeout=900)  # a MERGE can take minutes on a loaded machine
         except Exception as exc:  # a failed query: restart it, as a job scheduler would
             failures += 1
             print(f"query failed ({failures}): {type(exc).__name__}: {str(exc)[:300]}", flush=True)
