@@ -50,6 +50,10 @@ import pyarrow as pa
 
 from mssql_cdc import _native
 from mssql_cdc.emulator import Emulator
+from mssql_cdc.emulator.core.faults import Fault
+
+#: how long the faults armed for "the next connection" may wait for one after the workload
+FIRE_SECONDS = 60.0
 
 DRIVER = Path(__file__).resolve().parents[1] / "pipeline" / "_crash_job.py"
 
@@ -333,6 +337,8 @@ class TrialResult:
     seed: int
     description: str
     faults: collections.Counter[str]
+    #: the faults that hit: a connection fault fires when a connection comes
+    fired: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     duplicates: int = 0
     losses: int = 0
     problems: list[str] = dataclasses.field(default_factory=list)
@@ -349,22 +355,25 @@ class TrialResult:
         return not self.problems
 
 
-def _inject(emu: Emulator, driver: Driver, kind: str, params: dict[str, Any], later: list) -> bool:
-    """Injects one fault; ``later`` collects (when, undo) pairs. ``False`` if skipped."""
+def _inject(
+    emu: Emulator, driver: Driver, kind: str, params: dict[str, Any], later: list
+) -> Fault | None:
+    """Injects one fault; ``later`` collects (when, undo) pairs. Returns the armed fault of the
+    kinds that wait for a connection (they fire when one comes), ``None`` for the others."""
     now = time.monotonic()
     if kind == "sigkill":
         driver.kill()
         driver.start()
     elif kind == "failed_task":
-        emu.fail_statement(message="chaos: an injected task failure")
+        return emu.fail_statement(message="chaos: an injected task failure")
     elif kind == "drop_mid_result":
-        emu.drop_connection("mid_result", after_rows=params["after_rows"])
+        return emu.drop_connection("mid_result", after_rows=params["after_rows"])
     elif kind == "drop_between_requests":
-        emu.drop_connection("between_requests", after_requests=params["after_requests"])
+        return emu.drop_connection("between_requests", after_requests=params["after_requests"])
     elif kind == "refuse_logins":
         emu.refuse_logins(params["seconds"])
     elif kind == "deadlock":
-        emu.deadlock_victim()
+        return emu.deadlock_victim()
     elif kind == "slow_responses":
         emu.delay_responses(params["delay"])
         later.append((now + params["seconds"], lambda: emu.delay_responses(0)))
@@ -373,7 +382,7 @@ def _inject(emu: Emulator, driver: Driver, kind: str, params: dict[str, Any], la
         later.append((now + params["seconds"], emu.start_capture_job))
     elif kind == "cleanup":
         emu.cleanup()  # the database's retention (3 days): nothing the stream needs goes
-    return True
+    return None
 
 
 def _job(emu: Emulator, p: Plan, workdir: Path) -> dict[str, Any]:
@@ -408,8 +417,12 @@ def _job(emu: Emulator, p: Plan, workdir: Path) -> dict[str, Any]:
     }
 
 
-def _inject_all(emu: Emulator, driver: Driver, p: Plan, result: TrialResult) -> None:
-    """Injects the plan's faults at their moments (seconds after this call)."""
+def _inject_all(
+    emu: Emulator, driver: Driver, p: Plan, result: TrialResult
+) -> list[tuple[str, Fault]]:
+    """Injects the plan's faults at their moments (seconds after this call); returns the armed
+    faults that wait for a connection."""
+    armed: list[tuple[str, Fault]] = []
     start = time.monotonic()
     later: list[tuple[float, Callable[[], None]]] = []
     kills = 0
@@ -426,10 +439,24 @@ def _inject_all(emu: Emulator, driver: Driver, p: Plan, result: TrialResult) -> 
             if kills >= p.sigkill_limit:
                 continue
             kills += 1
-        _inject(emu, driver, kind, params, later)
+        fault = _inject(emu, driver, kind, params, later)
+        if fault is not None:
+            armed.append((kind, fault))
+        else:
+            result.fired[kind] += 1
         result.faults[kind] += 1
     for _, undo in later:
         undo()
+    return armed
+
+
+def _await_fired(armed: list[tuple[str, Fault]], result: TrialResult, seconds: float) -> None:
+    """Gives the armed faults up to ``seconds`` in all to hit a connection, counting those that
+    did; the rest are cleared unfired (a short trial may open no new connection)."""
+    deadline = time.monotonic() + seconds
+    for kind, fault in armed:
+        if fault.wait(max(deadline - time.monotonic(), 0.0)):
+            result.fired[kind] += 1
 
 
 def _calm(emu: Emulator) -> None:
@@ -457,8 +484,9 @@ def run_trial(seed: int, workdir: Path, *, seconds: float = 8.0, large: int = 30
         driver.wait_ready()
         workload = Workload(emu, p, seconds)
         workload.start()
-        _inject_all(emu, driver, p, result)
+        armed = _inject_all(emu, driver, p, result)
         workload.join()
+        _await_fired(armed, result, FIRE_SECONDS)
         _calm(emu)
         Path(job["chaos"]["stop"]).touch()
         for _attempt in range(3):
@@ -554,8 +582,10 @@ def check(
 def table(results: list[TrialResult]) -> str:
     """The summary table (Markdown)."""
     faults: collections.Counter[str] = collections.Counter()
+    fired: collections.Counter[str] = collections.Counter()
     for r in results:
         faults.update(r.faults)
+        fired.update(r.fired)
     seconds = sum(r.seconds for r in results)
     lines = [
         "| trials | broken promises | inconclusive | duplicates | losses | changes checked "
@@ -568,9 +598,9 @@ def table(results: list[TrialResult]) -> str:
         f"| {sum(r.query_failures for r in results)} "
         f"| {seconds / max(len(results), 1):.0f} |",
         "",
-        "| fault | injected |",
-        "|---|---:|",
-        *(f"| {kind} | {faults[kind]} |" for kind in KINDS),
+        "| fault | injected | hit |",
+        "|---|---:|---:|",
+        *(f"| {kind} | {faults[kind]} | {fired[kind]} |" for kind in KINDS),
     ]
     return "\n".join(lines)
 

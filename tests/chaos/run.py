@@ -46,7 +46,10 @@ def main(argv: list[str] | None = None) -> int:
             break
         results.append(result)
         status = "ok" if result.ok else "INCONCLUSIVE" if result.inconclusive else "FAILED"
-        faults = ", ".join(f"{k} {n}" for k, n in sorted(result.faults.items())) or "none"
+        faults = (
+            ", ".join(f"{k} {n} (hit {result.fired[k]})" for k, n in sorted(result.faults.items()))
+            or "none"
+        )
         print(
             f"trial {i + 1}/{args.trials} {status} in {result.seconds:.0f} s, "
             f"{result.changes} changes, {result.batches} batches, "

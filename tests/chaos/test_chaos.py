@@ -1,7 +1,8 @@
 """One trial of the fault harness on every CI run (tests/chaos/chaos_harness.py): a short
 availableNow trial whose plan holds a SIGKILL of the driver, a deadlock victim, a connection
 dropped mid-result, refused logins and a cleanup. `make chaos` runs many more; CI keeps to one
-(about a minute on an idle machine: two driver starts) to stay inside its time budget."""
+(two driver starts, estimated at about a minute and a half on an idle machine) to stay
+inside its time budget."""
 
 from __future__ import annotations
 
