@@ -1,5 +1,5 @@
 """The native client against a server that sends too much or too slowly (issue 17): one row,
-so one value, is held up to ``max_buffer`` bytes and no more (a ``ProtocolError`` naming the
+so one value, is held up to ``max_buffer`` bytes and no more (an ``UnsupportedDataError`` naming the
 limit and the reader option); ``query_timeout`` is a deadline for the whole request, so a
 server that trickles bytes cannot hold a query open past it."""
 
@@ -14,7 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from mssql_cdc import _native
-from mssql_cdc.errors import ProtocolError, SqlTimeoutError
+from mssql_cdc.errors import SqlTimeoutError, UnsupportedDataError
+from mssql_cdc.source.retry import with_retry
 
 MIB = 1 << 20
 
@@ -40,12 +41,33 @@ def test_a_value_larger_than_max_buffer_is_refused_naming_the_limit(sql_server, 
     )
     small = conn.execute("SELECT b FROM dbo.blobs WHERE id = 2").reader().read_all()
     assert small.column(0)[0].as_py() == b"\x07" * (600 * 1024)
-    with pytest.raises(ProtocolError) as info:
+    with pytest.raises(UnsupportedDataError) as info:
         conn.execute("SELECT b FROM dbo.blobs WHERE id = 1").reader().read_all()
     message = str(info.value)
     assert f"more than {MIB} bytes" in message
     assert "max_buffer" in message
     assert "maxRowBytes" in message
+    conn.close()
+
+
+def test_a_value_larger_than_max_buffer_is_not_retried(sql_server, blobs):
+    """Regression: the limit was a ProtocolError, which driver retries treat as transient, so
+    a too-large row was read four times (and waited ~14 s) before failing."""
+    conn = _native.connect(
+        blobs, user=sql_server.user, password=sql_server.password, max_buffer=MIB
+    )
+    waits: list[float] = []
+
+    class Client:
+        def close(self) -> None:
+            pass
+
+    def read() -> object:
+        return conn.execute("SELECT b FROM dbo.blobs WHERE id = 1").reader().read_all()
+
+    with pytest.raises(UnsupportedDataError, match="maxRowBytes"):
+        with_retry(Client(), "read", read, sleep=waits.append)  # type: ignore[arg-type]
+    assert waits == []
     conn.close()
 
 

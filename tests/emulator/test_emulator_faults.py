@@ -94,6 +94,21 @@ def test_deadlock_victim_gets_1205_and_its_transaction_is_rolled_back(emulator):
         assert cur.fetchone() == (0, 0)
 
 
+def test_fail_statement_fails_the_next_statement_once_and_the_session_goes_on(emulator):
+    with connect(emulator) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE dbo.t (id int)")
+        cur.execute("BEGIN TRAN; INSERT INTO dbo.t VALUES (1)")
+        fault = emulator.fail_statement(number=50000, message="chaos", spid=spid_of(cur))
+        with pytest.raises(pytds.tds_base.Error) as info:
+            cur.execute("INSERT INTO dbo.t VALUES (2)")
+        assert fault.wait(1)
+        assert (info.value.msg_no, info.value.severity) == (50000, 16)
+        assert "chaos" in str(info.value)
+        cur.execute("INSERT INTO dbo.t VALUES (3); COMMIT")
+        cur.execute("SELECT @@TRANCOUNT, (SELECT count(*) FROM dbo.t)")
+        assert cur.fetchone() == (0, 2)
+
+
 def test_refuse_logins_for_a_while_then_accept(emulator):
     emulator.refuse_logins(60)
     with pytest.raises(pytds.tds_base.Error) as info:

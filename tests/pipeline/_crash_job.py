@@ -17,6 +17,10 @@ Usage: ``python _crash_job.py JOB.json`` where the JSON holds ``options``, ``bro
 
 The hooks wrap the sink from the outside (the library has no crash hooks): the call of the
 ``DeltaSink`` that ``to_delta`` builds, the sink's ``count_batch`` and ``TableRef.append``.
+
+With a ``chaos`` object in the JSON (the fault harness, tests/chaos) the job runs instead
+until told to stop, restarting a failed query in the same process, and is killed from the
+outside: see :func:`run_chaos`.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from pathlib import Path
 
 def main(job_file: str) -> int:
     job = json.loads(Path(job_file).read_text())
+    if job.get("chaos"):
+        return run_chaos(job)
     step, at = job["crash"] or (None, -1)
     current = {"batch": -1}
 
@@ -90,6 +96,106 @@ def main(job_file: str) -> int:
     query.awaitTermination()
     batches = [p["batchId"] for p in query.recentProgress]
     print(json.dumps({"batches": batches, "name": query.name}))
+    spark.stop()
+    return 0
+
+
+def _state(spark, job) -> dict:
+    """What bronze, the facts and the verdict hold now (bronze's change rows as keys)."""
+    from mssql_cdc import finalization
+
+    state: dict = {"verdict": None, "bronze": [], "facts": []}
+    verdict = finalization.finalized_until(spark, job["chaos"]["control"], job["bronze"])
+    state["verdict"] = verdict.isoformat() if verdict is not None else None
+    if Path(job["bronze"], "_delta_log").exists():
+        cols = [
+            "_start_lsn",
+            "_seqval",
+            "_operation",
+            "_command_id",
+            "_batch_id",
+            "id",
+            "name",
+            "qty",
+        ]
+        rows = spark.read.format("delta").load(job["bronze"]).where("_operation <> 0")
+        state["bronze"] = [list(r) for r in rows.select(*cols).collect()]
+    if Path(job["facts"], "_delta_log").exists():
+        facts = spark.read.format("delta").load(job["facts"]).where("event IS NULL")
+        state["facts"] = [[r["app_id"], r["batch_id"], r["rows"]] for r in facts.collect()]
+    return state
+
+
+def run_chaos(job) -> int:
+    """The fault harness's driver: runs ``to_delta`` with ``job["trigger"]`` (availableNow runs
+    back to back), a failed query restarted in this process, until the file ``chaos.stop``
+    exists; then one last availableNow run. Finalization tracks every run into
+    ``chaos.control``. Appends to ``chaos.state`` (a JSON list) the state before the first
+    query, so what a killed predecessor left, and the state at the end; touches
+    ``chaos.ready`` once a query has started."""
+    import time
+
+    from mssql_cdc import finalization, stream
+    from mssql_cdc.spark import get_spark
+
+    chaos = job["chaos"]
+    spark = get_spark(
+        "mssql-cdc-chaos",
+        chaos.get("master", "local[2]"),
+        config={
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.databricks.delta.snapshotPartitions": "2",
+        },
+    )
+    state_file = Path(chaos["state"])
+    states = json.loads(state_file.read_text()) if state_file.exists() else []
+
+    def save(state: dict) -> None:  # atomic: a SIGKILL never leaves half a file
+        states.append(state)
+        state_file.with_suffix(".tmp").write_text(json.dumps(states))
+        os.replace(state_file.with_suffix(".tmp"), state_file)
+
+    save(_state(spark, job))
+    failures = 0
+    while True:
+        stopping = Path(chaos["stop"]).exists()
+        trigger = {"availableNow": True} if stopping else job["trigger"]
+        try:
+            query = stream(spark, job["options"]).to_delta(
+                job["bronze"],
+                app_id=job["app_id"],
+                checkpoint=job["checkpoint"],
+                facts_table=job["facts"],
+                trigger=trigger,
+            )
+            Path(chaos["ready"]).touch()
+            listener = finalization.track(
+                spark, query, chaos["control"], job["bronze"], granularity="minute"
+            )
+            try:
+                if "availableNow" in trigger:
+                    query.awaitTermination()
+                else:
+                    while not query.awaitTermination(0.2):
+                        if Path(chaos["stop"]).exists():
+                            query.stop()
+                    query.awaitTermination()
+            finally:
+                listener.offer(query.lastProgress)
+                listener.finish()
+                listener.join(timeout=900)  # a MERGE can take minutes on a loaded machine
+        except Exception as exc:  # a failed query: restart it, as a job scheduler would
+            failures += 1
+            print(f"query failed ({failures}): {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+            if failures > chaos.get("max_failures", 30):
+                raise
+            time.sleep(0.5)
+            continue
+        if stopping:
+            break
+    save(_state(spark, job))
+    print(json.dumps({"failures": failures}))
     spark.stop()
     return 0
 

@@ -60,12 +60,14 @@ mc_status mc_tds_decoder_space(mc_tds_decoder *d, size_t min, uint8_t **space, s
   if (d->broken != MC_OK) return mc_error_set(err, d->broken, "%s", d->broken_msg);
   size_t live = d->end - d->start;
   if (min > d->opt.max_buffer || live > d->opt.max_buffer - min) {
-    d->broken = MC_EPROTO;
+    /* Well-formed data the client refuses to hold: the same request fails the same way again,
+     * so it is MC_EUNSUPPORTED (permanent, never retried), not MC_EPROTO (a broken stream). */
+    d->broken = MC_EUNSUPPORTED;
     snprintf(d->broken_msg, sizeof d->broken_msg,
              "a token or row (so one value) needs more than %zu bytes held in memory, the "
              "limit max_buffer (the reader option maxRowBytes)",
              d->opt.max_buffer);
-    return mc_error_set(err, MC_EPROTO, "%s", d->broken_msg);
+    return mc_error_set(err, MC_EUNSUPPORTED, "%s", d->broken_msg);
   }
   if (d->cap - d->end < min) {
     if (d->start > 0) { /* drop consumed bytes first */

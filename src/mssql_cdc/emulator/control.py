@@ -15,6 +15,7 @@ them (or some) later. The workload generator is :mod:`mssql_cdc.emulator.workloa
 
 Faults (:mod:`faults`): ``drop_connection(at, spid=None, ...)`` (``login``, ``mid_result``,
 ``between_requests``), ``kill(spid)`` (drop now), ``deadlock_victim(spid=None)``,
+``fail_statement(number=50000, message=..., spid=None)``,
 ``refuse_logins(seconds)``, ``delay_responses(seconds)``, ``stop_capture_job()`` /
 ``start_capture_job()``; ``inject_fault(kind, **options)`` dispatches to them by name. A fault
 with ``spid=None`` hits the next connection the server accepts; the returned
@@ -237,6 +238,14 @@ class Emulator:
         """The session's next statement fails with 1205 and its transaction is rolled back."""
         return self.server.faults.arm(Fault("deadlock", spid, self.server.faults.next_spid))
 
+    def fail_statement(
+        self, *, number: int = 50000, message: str = "injected fault", spid: int | None = None
+    ) -> Fault:
+        """The session's next statement fails with error ``number`` (severity 16); the session
+        and its transaction go on."""
+        fault = Fault("error", spid, self.server.faults.next_spid, number=number, message=message)
+        return self.server.faults.arm(fault)
+
     def kill(self, spid: int) -> bool:
         """Drop the session's connection now; ``False`` if there is no such session."""
         return self.server.kill(spid)
@@ -269,12 +278,15 @@ class Emulator:
 
     def inject_fault(self, kind: str, **options: object) -> Fault | None:
         """Arm a fault by name: ``drop_connection`` (``at=...``), ``deadlock_victim``,
+        ``fail_statement`` (``number=``, ``message=``),
         ``refuse_logins`` (``seconds=``), ``delay_responses`` (``seconds=``),
         ``stop_capture_job``, ``start_capture_job``."""
         if kind == "drop_connection":
             return self.drop_connection(**options)  # type: ignore[arg-type]
         if kind == "deadlock_victim":
             return self.deadlock_victim(**options)  # type: ignore[arg-type]
+        if kind == "fail_statement":
+            return self.fail_statement(**options)  # type: ignore[arg-type]
         if kind == "refuse_logins":
             self.refuse_logins(float(options["seconds"]))  # type: ignore[arg-type]
         elif kind == "delay_responses":

@@ -10,7 +10,11 @@ after the fault was armed. It fires once, at its point:
   ``after_requests`` more requests;
 * ``deadlock``: the session's next statement is chosen as a deadlock victim: its transaction is
   rolled back and it gets error 1205, severity 13 ("Detect and end deadlocks", Microsoft docs:
-  the victim's transaction is rolled back and 1205 is returned to its application).
+  the victim's transaction is rolled back and 1205 is returned to its application);
+* ``error``: the session's next statement fails with error ``number`` (default 50000, severity
+  16, the number ``RAISERROR`` with a message text uses) and ``message``; the session and its
+  transaction go on, as after any statement error of severity 16. A reader task that gets it
+  fails (Spark's "failed task").
 
 :attr:`Fault.fired` is set when the fault hits, so tests wait for the event instead of sleeping.
 """
@@ -24,7 +28,7 @@ from dataclasses import dataclass, field
 __all__ = ["POINTS", "Fault", "FaultRegistry"]
 
 log = logging.getLogger("mssql_cdc.emulator.core.faults")
-POINTS = ("login", "mid_result", "between_requests", "deadlock")
+POINTS = ("login", "mid_result", "between_requests", "deadlock", "error")
 
 
 @dataclass
@@ -35,6 +39,8 @@ class Fault:
     after_rows: int | None = None
     after_bytes: int | None = None
     after_requests: int = 1
+    number: int = 50000
+    message: str = "injected fault"
     fired: threading.Event = field(default_factory=threading.Event)
     hit_spid: int | None = None
 

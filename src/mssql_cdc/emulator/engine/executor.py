@@ -319,6 +319,9 @@ class Executor:
     def _check_fault(self) -> None:
         if self.db.faults.take("deadlock", self.spid) is not None:
             raise deadlock_victim(self.spid)
+        fault = self.db.faults.take("error", self.spid)
+        if fault is not None:
+            raise SqlError(fault.number, fault.message)
 
     def _statement(self, statement: exp.Expression) -> StatementResult:
         self._check_fault()
