@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         is_schema_changed,
     )
     from mssql_cdc.options import SourceOptions
+    from mssql_cdc.pipeline.reconcile import ReconcileResult, reconcile
     from mssql_cdc.pipeline import (
         CdcStream,
         await_all,
@@ -46,6 +47,7 @@ __all__ = [
     "MssqlCdcError",
     "Offset",
     "OnDataLoss",
+    "ReconcileResult",
     "SchemaChangedError",
     "SourceOptions",
     "__version__",
@@ -54,6 +56,7 @@ __all__ = [
     "is_data_loss",
     "is_schema_changed",
     "newest_snapshot",
+    "reconcile",
     "register",
     "start_many",
     "stop_all",
@@ -72,6 +75,8 @@ _HOMES = {
     "MssqlCdcError": "mssql_cdc.errors",
     "Offset": "mssql_cdc.types",
     "OnDataLoss": "mssql_cdc.types",
+    "ReconcileResult": "mssql_cdc.pipeline.reconcile",
+    "reconcile": "mssql_cdc.pipeline.reconcile",
     "SchemaChangedError": "mssql_cdc.errors",
     "SourceOptions": "mssql_cdc.options",
     "is_data_loss": "mssql_cdc.errors",

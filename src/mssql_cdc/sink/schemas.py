@@ -1,4 +1,4 @@
-"""The declaration of every table kind this project writes: bronze, facts, control.
+"""The declaration of every table kind this project writes: bronze, facts, control, reconcile.
 
 Pure data, no Spark. Each kind is one :class:`TableKind`: its columns ``(name, sql_type,
 comment)`` in table order (bronze: the metadata columns the source and the sink add; its data
@@ -25,6 +25,10 @@ __all__ = [
     "FACTS_COLUMNS",
     "FACTS_SCHEMA_VERSION",
     "FACTS_TABLE_COMMENT",
+    "RECONCILE",
+    "RECONCILE_COLUMNS",
+    "RECONCILE_SCHEMA_VERSION",
+    "RECONCILE_TABLE_COMMENT",
     "SCHEMA_VERSION_PROPERTY",
     "SINK_COLUMNS",
     "TableKind",
@@ -39,6 +43,7 @@ SCHEMA_VERSION_PROPERTY = "mssql_cdc.schema_version"
 BRONZE_SCHEMA_VERSION = 2
 FACTS_SCHEMA_VERSION = 12
 CONTROL_SCHEMA_VERSION = 4
+RECONCILE_SCHEMA_VERSION = 0
 
 BRONZE_TABLE_COMMENT = (
     "Change rows read from SQL Server CDC and appended by mssql_cdc's delta_sink; rows are never "
@@ -281,7 +286,7 @@ class TableKind:
     """One kind of table this project writes.
 
     Attributes:
-        kind: ``"bronze"``, ``"facts"`` or ``"control"``.
+        kind: ``"bronze"``, ``"facts"``, ``"control"`` or ``"reconcile"``.
         columns: ``(name, sql_type, comment)`` in table order; for bronze, the columns the sink
             appends after the captured ones (the rest come from the batch's schema).
         column_comments: comment of each column by name (bronze: the metadata columns too).
@@ -331,4 +336,78 @@ CONTROL = TableKind(
     {name: comment for name, _, comment in CONTROL_COLUMNS},
     CONTROL_TABLE_COMMENT,
     CONTROL_SCHEMA_VERSION,
+)
+
+RECONCILE_TABLE_COMMENT = (
+    "Reports of mssql_cdc.reconcile, appended per run: one row per compared bucket of keys "
+    "(status MATCH, IN_FLIGHT or MISMATCH, with row counts and key sums of both sides) and one "
+    "row per key whose row differs between SQL Server and silver (failure_type, detail)."
+)
+
+RECONCILE_COLUMNS: list[tuple[str, str, str]] = [
+    ("run_id", "STRING", "UUID of the reconcile run; every row of one run has it."),
+    ("run_at", "TIMESTAMP_NTZ", "When the run started, UTC."),
+    ("silver", "STRING", "The silver table as passed to reconcile()."),
+    ("silver_version", "BIGINT", "Delta version of silver that was compared."),
+    (
+        "silver_lsn",
+        "STRING",
+        "Silver's applied_lsn in the control table, read before that version.",
+    ),
+    (
+        "source_lsn",
+        "STRING",
+        "sys.fn_cdc_get_max_lsn() read just before the source read: before the counts on "
+        "bucket rows, before the row read on key rows.",
+    ),
+    (
+        "bucket_lo",
+        "STRING",
+        "Lowest key of the bucket (JSON, inclusive); NULL: open below. Both bounds NULL on a "
+        "whole-table bucket.",
+    ),
+    ("bucket_hi", "STRING", "Key after the bucket (JSON, exclusive); NULL: open above."),
+    ("source_rows", "BIGINT", "Bucket rows: rows of the bucket in SQL Server."),
+    (
+        "source_key_sum",
+        "DECIMAL(38,0)",
+        "Bucket rows: sum of the bucket's keys in SQL Server (a date key as its day number "
+        "from 1970-01-01); NULL on a whole-table bucket.",
+    ),
+    ("silver_rows", "BIGINT", "Bucket rows: rows of the bucket in silver (current rows)."),
+    ("silver_key_sum", "DECIMAL(38,0)", "Bucket rows: sum of the bucket's keys in silver."),
+    (
+        "status",
+        "STRING",
+        "Bucket rows: MATCH, IN_FLIGHT (differences explained by changes not yet applied to "
+        "silver) or MISMATCH. NULL on key rows.",
+    ),
+    ("hashed", "BOOLEAN", "Bucket rows: true when the bucket's rows were compared by hash."),
+    (
+        "key",
+        "STRING",
+        'Key rows: the key as a JSON object; a NULL component is named ({"code": null}). '
+        "NULL on bucket rows.",
+    ),
+    (
+        "failure_type",
+        "STRING",
+        "Key rows: MISSING_TARGET (in SQL Server, not in silver), MISSING_SOURCE (in silver, "
+        "not in SQL Server), RECORD_DIFF (values differ) or IN_FLIGHT (differs, and the key has "
+        "changes not yet applied to silver).",
+    ),
+    (
+        "detail",
+        "STRING",
+        "Key rows: JSON with silver_start_lsn (the silver row's _start_lsn) and columns (the "
+        "columns whose values differ).",
+    ),
+]
+
+RECONCILE = TableKind(
+    "reconcile",
+    tuple(RECONCILE_COLUMNS),
+    {name: comment for name, _, comment in RECONCILE_COLUMNS},
+    RECONCILE_TABLE_COMMENT,
+    RECONCILE_SCHEMA_VERSION,
 )
