@@ -104,7 +104,9 @@ def test_sample_is_all_none_or_a_seeded_repeatable_choice():
 def test_key_json_names_null_components_and_writes_types_as_text():
     assert json.loads(key_json(["id", "code"], [1, None])) == {"id": 1, "code": None}
     assert key_json(["code"], [None]) == '{"code": null}'
-    assert json.loads(key_json(["d", "m", "b"], [dt.date(2024, 1, 2), Decimal("1.50"), b"\x0a"])) == {
+    assert json.loads(
+        key_json(["d", "m", "b"], [dt.date(2024, 1, 2), Decimal("1.50"), b"\x0a"])
+    ) == {
         "d": "2024-01-02",
         "m": "1.50",
         "b": "0x0A",

@@ -154,7 +154,7 @@ def bucket_of(buckets: Sequence[Bucket], fine: int) -> int:
 def sampled(candidates: Sequence[int], sample: float, seed: int | None) -> set[int]:
     """The matching buckets tier 2 also hashes: each with probability ``sample`` (``1``: all,
     ``0``: none), drawn from ``random.Random(seed)``, so a seed repeats the choice."""
-    rng = random.Random(seed)  # noqa: S311 (a sample, not a secret)
+    rng = random.Random(seed)
     return {i for i in candidates if rng.random() < sample}
 
 
@@ -181,7 +181,9 @@ def check_arguments(bucket_rows: object, sample: object, seed: object) -> None:
     if isinstance(bucket_rows, bool) or not isinstance(bucket_rows, int):
         raise TypeError(f"bucket_rows must be an int >= 1, got {type(bucket_rows).__name__}")
     if bucket_rows < 1:
-        raise ValueError(f"bucket_rows must be an integer >= 1 (rows per bucket), got {bucket_rows}")
+        raise ValueError(
+            f"bucket_rows must be an integer >= 1 (rows per bucket), got {bucket_rows}"
+        )
     if isinstance(sample, bool) or not isinstance(sample, (int, float)):
         raise TypeError(f"sample must be a number from 0 to 1, got {type(sample).__name__}")
     if not 0 <= sample <= 1:

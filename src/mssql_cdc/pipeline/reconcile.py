@@ -120,7 +120,7 @@ class _Tally:
         return self.source_rows == self.silver_rows and self.source_sum == self.silver_sum
 
 
-def reconcile(  # noqa: PLR0913 (the documented signature)
+def reconcile(
     spark: SparkSession,
     options: Mapping[str, str],
     silver: str,
@@ -173,7 +173,15 @@ def reconcile(  # noqa: PLR0913 (the documented signature)
     register(spark)
     tallies = open_tallies(parsed)
     try:
-        run = _Run(spark, raw, tallies, silver_ref, bronze_ref, control_ref, keys)
+        run = _Run(
+            spark,
+            raw,
+            tallies,
+            silver=silver_ref,
+            bronze=bronze_ref,
+            control=control_ref,
+            keys=keys,
+        )
         result = run.compare(run_id, run_at, bucket_rows, sample, seed)
     finally:
         tallies.close()
@@ -197,11 +205,12 @@ def reconcile(  # noqa: PLR0913 (the documented signature)
 class _Run:
     """One comparison: the reads in the module doc's order."""
 
-    def __init__(  # noqa: PLR0913
+    def __init__(
         self,
         spark: SparkSession,
         raw: dict[str, str],
         tallies: SourceTallies,
+        *,
         silver: TableRef,
         bronze: TableRef,
         control: TableRef,
@@ -460,8 +469,16 @@ class _Run:
                 status = "MATCH"
             statuses.append(status)
         report_rows = self._report_rows(
-            run_id, run_at, source_lsn, rows_lsn, buckets, tallied, statuses, chosen_ix,
-            differences, flight,
+            run_id=run_id,
+            run_at=run_at,
+            source_lsn=source_lsn,
+            rows_lsn=rows_lsn,
+            buckets=buckets,
+            tallied=tallied,
+            statuses=statuses,
+            chosen=chosen_ix,
+            differences=differences,
+            flight=flight,
         )
         counts = Counter(statuses)
         failures = Counter(r[15] for r in report_rows if r[15] is not None)
@@ -480,8 +497,9 @@ class _Run:
             report=report,
         )
 
-    def _report_rows(  # noqa: PLR0913
+    def _report_rows(
         self,
+        *,
         run_id: str,
         run_at: datetime,
         source_lsn: str | None,

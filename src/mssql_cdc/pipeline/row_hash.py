@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["canonical_text", "row_hash", "row_text"]
 
 
-def canonical_text(column: Column, data_type: st.DataType) -> Column:
+def canonical_text(column: Column, data_type: st.DataType) -> Column:  # noqa: PLR0911 (a rule per type)
     """The canonical text of ``column`` (of ``data_type``); NULL stays NULL."""
     if isinstance(data_type, st.StringType):
         return column

@@ -12,8 +12,9 @@ NOLOCK, never a write. Only portable T-SQL that SQL Server and the emulator both
   (https://learn.microsoft.com/sql/t-sql/functions/sum-transact-sql);
 * a date key as ``DATEDIFF(DAY, CAST('1970-01-01' AS DATE), key)``, its day number
   (https://learn.microsoft.com/sql/t-sql/functions/datediff-transact-sql);
-* the fine bucket as ``CAST(unit - @lo AS BIGINT) / CAST(@width AS BIGINT)``: integer division, which
-  truncates toward zero (https://learn.microsoft.com/sql/t-sql/language-elements/divide-transact-sql);
+* the fine bucket as ``CAST(unit - @lo AS BIGINT) / CAST(@width AS BIGINT)``: integer
+  division, which truncates toward zero
+  (https://learn.microsoft.com/sql/t-sql/language-elements/divide-transact-sql);
   ``unit - @lo`` is never negative, so that is the floor.
 """
 
@@ -25,7 +26,7 @@ from decimal import Decimal
 from mssql_cdc._native import Lsn
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.catalog import find_instance
-from mssql_cdc.source.client import CaptureInstance, CapturedColumn, CdcClient
+from mssql_cdc.source.client import CapturedColumn, CaptureInstance, CdcClient
 from mssql_cdc.source.snapshot import session_setup
 from mssql_cdc.source.sql import change_table, quote_name, table_name
 
