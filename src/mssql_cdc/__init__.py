@@ -32,13 +32,15 @@ if TYPE_CHECKING:
         stop_all,
         stream,
     )
+    from mssql_cdc.silver import apply_changes
     from mssql_cdc.source.preflight import CheckItem, CheckReport, check
     from mssql_cdc.source.registration import register
-    from mssql_cdc.types import Offset, OnDataLoss
+    from mssql_cdc.types import ApplyResult, Offset, OnDataLoss
 
     __version__: str
 
 __all__ = [
+    "ApplyResult",
     "CdcStream",
     "CheckItem",
     "CheckReport",
@@ -51,6 +53,7 @@ __all__ = [
     "SchemaChangedError",
     "SourceOptions",
     "__version__",
+    "apply_changes",
     "await_all",
     "check",
     "is_data_loss",
@@ -65,6 +68,8 @@ __all__ = [
 
 #: where each public name lives
 _HOMES = {
+    "ApplyResult": "mssql_cdc.types",
+    "apply_changes": "mssql_cdc.silver",
     "CdcStream": "mssql_cdc.pipeline",
     "await_all": "mssql_cdc.pipeline",
     "CheckItem": "mssql_cdc.source.preflight",

@@ -30,6 +30,7 @@ __all__ = [
     "ensure_facts_table",
     "last_batch",
     "newest_snapshot_event",
+    "newest_snapshot_open",
     "recent_events",
     "recorded_targets",
     "stream_summaries",
@@ -270,6 +271,29 @@ def newest_snapshot_event(
         if r["target"] is not None and same_table(spark, table_ref(r["target"], "target"), target)
     ]
     return max(found, key=lambda f: f[0]) if found else None
+
+
+def newest_snapshot_open(spark: SparkSession, facts: TableRef, target: TableRef) -> str | None:
+    """The LSN of the newest ``snapshot_open`` row written for ``target`` (in any spelling), by
+    any stream; ``None`` without one. Open until a ``bootstrap``/``resnapshot`` row for the
+    target reaches it (:func:`newest_snapshot_event`)."""
+    from pyspark.sql import functions as sf
+
+    if not facts.exists(spark):
+        return None
+    rows = (
+        facts.read(spark)
+        .where((sf.col("event") == "snapshot_open") & sf.col("min_lsn").isNotNull())
+        .groupBy("target")
+        .agg(sf.max("min_lsn").alias("lsn"))
+        .collect()
+    )
+    found = [
+        str(r["lsn"])
+        for r in rows
+        if r["target"] is not None and same_table(spark, table_ref(r["target"], "target"), target)
+    ]
+    return max(found) if found else None
 
 
 def stream_summaries(spark: SparkSession, facts_table: str) -> list[Row]:

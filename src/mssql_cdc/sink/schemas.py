@@ -1,4 +1,5 @@
-"""The declaration of every table kind this project writes: bronze, facts, control, reconcile.
+"""The declaration of every table kind this project writes: bronze, facts, control, silver,
+reconcile.
 
 Pure data, no Spark. Each kind is one :class:`TableKind`: its columns ``(name, sql_type,
 comment)`` in table order (bronze: the metadata columns the source and the sink add; its data
@@ -30,6 +31,11 @@ __all__ = [
     "RECONCILE_SCHEMA_VERSION",
     "RECONCILE_TABLE_COMMENT",
     "SCHEMA_VERSION_PROPERTY",
+    "SILVER",
+    "SILVER_COLUMNS",
+    "SILVER_HISTORY",
+    "SILVER_HISTORY_COLUMNS",
+    "SILVER_SCHEMA_VERSION",
     "SINK_COLUMNS",
     "TableKind",
 ]
@@ -43,6 +49,7 @@ SCHEMA_VERSION_PROPERTY = "mssql_cdc.schema_version"
 BRONZE_SCHEMA_VERSION = 2
 FACTS_SCHEMA_VERSION = 12
 CONTROL_SCHEMA_VERSION = 4
+SILVER_SCHEMA_VERSION = 0
 RECONCILE_SCHEMA_VERSION = 0
 
 BRONZE_TABLE_COMMENT = (
@@ -280,15 +287,72 @@ CONTROL_COLUMNS: list[tuple[str, str, str]] = [
     ("snapshot_wave", "INT", "Silver rows only: last applied wave of open_snapshot_lsn."),
 ]
 
+SILVER_TABLE_COMMENT = (
+    "Current state of a CDC-fed table kept by mssql_cdc.apply_changes from its bronze table: "
+    "one row per key, deleted rows removed. Its position in the bronze change log is "
+    "applied_lsn and its completeness verdict finalized_until, both in the control table row "
+    "named like this table."
+)
+
+#: (name, type, comment) of the columns a type 1 silver table has after the captured ones
+SILVER_COLUMNS: list[tuple[str, str, str]] = [
+    (
+        "_start_lsn",
+        "STRING",
+        "Commit LSN of the change that gave the row its current image; on a row unchanged "
+        "since the snapshot silver was rebuilt from, that snapshot's LSN.",
+    ),
+    ("_commit_ts", "TIMESTAMP_NTZ", "Commit time of _start_lsn, UTC."),
+]
+
+SILVER_HISTORY_TABLE_COMMENT = (
+    "History of a CDC-fed table kept by mssql_cdc.apply_changes(scd_type=2) from its bronze "
+    "table: one row per committed version of each key, valid from __START_AT until __END_AT "
+    "(commit times, UTC; NULL while current). A delete closes the open version; a re-insert "
+    "opens a new one. Position applied_lsn and verdict finalized_until are in the control "
+    "table row named like this table."
+)
+
+#: (name, type, comment) of the columns a type 2 silver table has after the captured ones
+SILVER_HISTORY_COLUMNS: list[tuple[str, str, str]] = [
+    (
+        "_start_lsn",
+        "STRING",
+        "Commit LSN of the transaction that made this version; with the key, the version's "
+        "identity. A version from a snapshot carries the snapshot's LSN.",
+    ),
+    ("_commit_ts", "TIMESTAMP_NTZ", "Commit time of _start_lsn, UTC."),
+    (
+        "__START_AT",
+        "TIMESTAMP_NTZ",
+        "When this version became current: the commit time of _start_lsn, UTC.",
+    ),
+    (
+        "__END_AT",
+        "TIMESTAMP_NTZ",
+        "When this version stopped being current: the commit time of the next version or of "
+        "the delete, UTC. NULL while the version is current.",
+    ),
+    (
+        "_end_lsn",
+        "STRING",
+        "Commit LSN of the change that closed this version (next version or delete); NULL "
+        "while current.",
+    ),
+    ("__IS_CURRENT", "BOOLEAN", "True on the key's open version (__END_AT is NULL)."),
+]
+
 
 @dataclass(frozen=True)
 class TableKind:
     """One kind of table this project writes.
 
     Attributes:
-        kind: ``"bronze"``, ``"facts"``, ``"control"`` or ``"reconcile"``.
+        kind: ``"bronze"``, ``"facts"``, ``"control"``, ``"silver"``, ``"silver_history"`` or
+            ``"reconcile"``.
         columns: ``(name, sql_type, comment)`` in table order; for bronze, the columns the sink
-            appends after the captured ones (the rest come from the batch's schema).
+            appends after the captured ones (the rest come from the batch's schema); for silver
+            kinds, the columns after the captured ones.
         column_comments: comment of each column by name (bronze: the metadata columns too).
         comment: the table comment.
         schema_version: the ``mssql_cdc.schema_version`` table property; a kind whose columns
@@ -336,6 +400,20 @@ CONTROL = TableKind(
     {name: comment for name, _, comment in CONTROL_COLUMNS},
     CONTROL_TABLE_COMMENT,
     CONTROL_SCHEMA_VERSION,
+)
+SILVER = TableKind(
+    "silver",
+    tuple(SILVER_COLUMNS),
+    {name: comment for name, _, comment in SILVER_COLUMNS},
+    SILVER_TABLE_COMMENT,
+    SILVER_SCHEMA_VERSION,
+)
+SILVER_HISTORY = TableKind(
+    "silver_history",
+    tuple(SILVER_HISTORY_COLUMNS),
+    {name: comment for name, _, comment in SILVER_HISTORY_COLUMNS},
+    SILVER_HISTORY_TABLE_COMMENT,
+    SILVER_SCHEMA_VERSION,
 )
 
 RECONCILE_TABLE_COMMENT = (
