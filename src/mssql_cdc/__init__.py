@@ -23,7 +23,6 @@ if TYPE_CHECKING:
         is_schema_changed,
     )
     from mssql_cdc.options import SourceOptions
-    from mssql_cdc.pipeline.reconcile import ReconcileResult, reconcile
     from mssql_cdc.pipeline import (
         CdcStream,
         await_all,
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
         stop_all,
         stream,
     )
+    from mssql_cdc.pipeline.reconcile import ReconcileResult, reconcile
     from mssql_cdc.silver import apply_changes
     from mssql_cdc.source.preflight import CheckItem, CheckReport, check
     from mssql_cdc.source.registration import register

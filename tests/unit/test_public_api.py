@@ -9,6 +9,7 @@ import mssql_cdc
 from mssql_cdc import _native, errors
 
 PUBLIC = {
+    "ApplyResult",
     "CdcStream",
     "CheckItem",
     "CheckReport",
@@ -21,6 +22,7 @@ PUBLIC = {
     "SchemaChangedError",
     "SourceOptions",
     "__version__",
+    "apply_changes",
     "await_all",
     "check",
     "is_data_loss",
