@@ -145,14 +145,25 @@ def test_match_then_each_injected_difference_then_in_flight(spark, source, tmp_p
     source.scan()
     update_lsn = _lsn(source)
     bronze = tables["bronze"]
-    spark.sql(
-        f"INSERT INTO delta.`{bronze}` SELECT * REPLACE (4 AS _operation, '{update_lsn}' AS "
-        f"_start_lsn, NULL AS _snapshot, 7 AS qty) FROM delta.`{bronze}` WHERE id = 25"
+    from pyspark.sql import functions as sf
+
+    (
+        spark.read.format("delta")
+        .load(bronze)
+        .where("id = 25")
+        .withColumn("_operation", sf.lit(4))
+        .withColumn("_start_lsn", sf.lit(update_lsn))
+        .withColumn("_snapshot", sf.lit(None).cast("string"))
+        .withColumn("qty", sf.lit(7))
+        .write.format("delta")
+        .mode("append")
+        .save(bronze)
     )
     source.sql("INSERT INTO dbo.orders VALUES (51, N'n51', 510)")
     source.scan()
     flying = reconcile(spark, options, **tables, bucket_rows=10, sample=1.0)
-    assert (flying.match, flying.in_flight, flying.mismatch) == (3, 2, 0)
+    # id 51 makes a sixth bucket (41..50 reach bucket_rows): (None, 11) ... [51, None)
+    assert (flying.buckets, flying.match, flying.in_flight, flying.mismatch) == (6, 4, 2, 0)
     assert flying.failures == {"IN_FLIGHT": 2}
     assert _key_rows(flying) == [
         (
