@@ -31,13 +31,16 @@ if TYPE_CHECKING:
         stop_all,
         stream,
     )
+    from mssql_cdc.pipeline.reconcile import ReconcileResult, reconcile
+    from mssql_cdc.silver import apply_changes
     from mssql_cdc.source.preflight import CheckItem, CheckReport, check
     from mssql_cdc.source.registration import register
-    from mssql_cdc.types import Offset, OnDataLoss
+    from mssql_cdc.types import ApplyResult, Offset, OnDataLoss
 
     __version__: str
 
 __all__ = [
+    "ApplyResult",
     "CdcStream",
     "CheckItem",
     "CheckReport",
@@ -46,14 +49,17 @@ __all__ = [
     "MssqlCdcError",
     "Offset",
     "OnDataLoss",
+    "ReconcileResult",
     "SchemaChangedError",
     "SourceOptions",
     "__version__",
+    "apply_changes",
     "await_all",
     "check",
     "is_data_loss",
     "is_schema_changed",
     "newest_snapshot",
+    "reconcile",
     "register",
     "start_many",
     "stop_all",
@@ -62,6 +68,8 @@ __all__ = [
 
 #: where each public name lives
 _HOMES = {
+    "ApplyResult": "mssql_cdc.types",
+    "apply_changes": "mssql_cdc.silver",
     "CdcStream": "mssql_cdc.pipeline",
     "await_all": "mssql_cdc.pipeline",
     "CheckItem": "mssql_cdc.source.preflight",
@@ -72,6 +80,8 @@ _HOMES = {
     "MssqlCdcError": "mssql_cdc.errors",
     "Offset": "mssql_cdc.types",
     "OnDataLoss": "mssql_cdc.types",
+    "ReconcileResult": "mssql_cdc.pipeline.reconcile",
+    "reconcile": "mssql_cdc.pipeline.reconcile",
     "SchemaChangedError": "mssql_cdc.errors",
     "SourceOptions": "mssql_cdc.options",
     "is_data_loss": "mssql_cdc.errors",

@@ -23,9 +23,9 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mssql_cdc.sink import (
     ensure_control_table,
@@ -55,12 +55,16 @@ __all__ = [
     "end_offset_from_progress",
     "finalized_until",
     "is_final",
+    "retry_conflicts",
     "track",
+    "truncate",
 ]
 
 log = logging.getLogger("mssql_cdc.finalization")
 
 GRANULARITIES = ("minute", "hour", "day")
+
+T = TypeVar("T")
 
 #: how long :func:`advance` retries a MERGE that lost a concurrent-commit conflict
 RETRY_SECONDS = 60.0
@@ -124,7 +128,18 @@ def candidate(
             f"end offset at LSN {end_offset.get('lsn')!r}: commit_ts {text!r} is not an "
             "ISO-8601 time"
         )
-    out = commit_ts.replace(second=0, microsecond=0)
+    return truncate(commit_ts, unit)
+
+
+def truncate(moment: datetime, granularity: str = "hour") -> datetime:
+    """``moment`` truncated to the granularity (``"minute"``, ``"hour"``, ``"day"``, any
+    case): seconds and microseconds zeroed, then minutes (hour, day), then hours (day).
+
+    Raises:
+        ValueError: an unknown granularity (naming the choices).
+    """
+    unit = _granularity(granularity)
+    out = moment.replace(second=0, microsecond=0)
     if unit in ("hour", "day"):
         out = out.replace(minute=0)
     if unit == "day":
@@ -255,20 +270,26 @@ def advance(
         parse_utc(end_offset.get("commit_ts")),
         utc_now(),
     )
+    retry_conflicts(lambda: _merge(spark, ref, row), f"advance {table_name}")
+    return finalized_until(spark, control_table, table_name)
+
+
+def retry_conflicts(action: Callable[[], T], what: str) -> T:
+    """Runs ``action`` (one Delta commit, e.g. a MERGE), running it again with backoff (0.25 s
+    doubling to 8 s) while it loses a concurrent-commit conflict, for up to
+    :data:`RETRY_SECONDS`: in open-source Delta two MERGEs into one table conflict even when
+    they touch different rows. Any other failure, or a conflict still losing at the deadline,
+    is raised. ``what`` names the commit in the log."""
     deadline, delay = _monotonic() + RETRY_SECONDS, 0.25
     while True:
         try:
-            _merge(spark, ref, row)
-            break
+            return action()
         except Exception as exc:
             if not _is_conflict(exc) or _monotonic() + delay > deadline:
                 raise
-            log.info(
-                "advance %s: MERGE lost a concurrent commit; retrying in %.2fs", table_name, delay
-            )
+            log.info("%s: MERGE lost a concurrent commit; retrying in %.2fs", what, delay)
             _sleep(delay)
             delay = min(delay * 2, 8.0)
-    return finalized_until(spark, control_table, table_name)
 
 
 class FinalizationListener:

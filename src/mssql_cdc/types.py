@@ -2,14 +2,17 @@
 
 * :class:`Offset`: a position in the change history, what ``snapshot()``, ``seed()`` and
   :func:`mssql_cdc.newest_snapshot` return and ``startingLsn`` takes (its ``lsn``);
-* :data:`OnDataLoss`: the values of ``to_delta(on_data_loss=...)``.
+* :data:`OnDataLoss`: the values of ``to_delta(on_data_loss=...)``;
+* :class:`ApplyResult`: what :func:`mssql_cdc.apply_changes` did.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal, TypedDict
 
-__all__ = ["ON_DATA_LOSS", "Offset", "OnDataLoss"]
+__all__ = ["ON_DATA_LOSS", "ApplyResult", "Offset", "OnDataLoss", "ScdType"]
 
 
 class Offset(TypedDict):
@@ -26,3 +29,34 @@ OnDataLoss = Literal["fail", "resnapshot"]
 
 #: the values of :data:`OnDataLoss`, in documentation order
 ON_DATA_LOSS: tuple[OnDataLoss, ...] = ("fail", "resnapshot")
+
+#: the values of ``apply_changes(scd_type=...)``
+ScdType = Literal[1, 2]
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """What one :func:`mssql_cdc.apply_changes` call did.
+
+    Attributes:
+        rebuilt: silver was rebuilt (from a newer complete snapshot, or the first call that
+            found bronze).
+        applied_lsn: silver's position after the call: the highest bronze commit LSN applied
+            (``None`` before anything was applied).
+        finalized_until: silver's verdict (naive UTC), ``None`` before the first one.
+        bronze_found: False when bronze does not exist yet (nothing was done).
+        bronze_rows: bronze rows the call read (changes beyond the position, snapshot rows on
+            a rebuild).
+        inserted: silver rows the MERGE inserted.
+        updated: silver rows the MERGE updated.
+        deleted: silver rows the MERGE deleted.
+    """
+
+    rebuilt: bool
+    applied_lsn: str | None
+    finalized_until: datetime | None
+    bronze_found: bool
+    bronze_rows: int = 0
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0

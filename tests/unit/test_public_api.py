@@ -9,6 +9,7 @@ import mssql_cdc
 from mssql_cdc import _native, errors
 
 PUBLIC = {
+    "ApplyResult",
     "CdcStream",
     "CheckItem",
     "CheckReport",
@@ -17,14 +18,17 @@ PUBLIC = {
     "MssqlCdcError",
     "Offset",
     "OnDataLoss",
+    "ReconcileResult",
     "SchemaChangedError",
     "SourceOptions",
     "__version__",
+    "apply_changes",
     "await_all",
     "check",
     "is_data_loss",
     "is_schema_changed",
     "newest_snapshot",
+    "reconcile",
     "register",
     "start_many",
     "stop_all",

@@ -1,7 +1,8 @@
 """Every Delta table this project writes, and the exactly-once sink that writes them (ADR 0072).
 
 This package is the sole owner of the tables: bronze (``bronze``), facts (``facts``,
-``facts_table``), the finalization control table (``control``), each declared once in
+``facts_table``), the finalization control table (``control``, silver positions too), silver
+(declared here, written by ``mssql_cdc.silver``), each declared once in
 ``schemas`` (columns, types, comments, schema version) and created by ``tables.ensure_table``;
 every ``txnAppId`` is named in ``app_ids``. Orchestration (``mssql_cdc.pipeline``,
 ``mssql_cdc.finalization``, the command line) imports the names below and never touches a table
@@ -32,7 +33,14 @@ from mssql_cdc.sink.bronze import (
     with_sink_columns,
     write_snapshot,
 )
-from mssql_cdc.sink.control import ensure_control_table, merge_verdict, read_verdict
+from mssql_cdc.sink.control import (
+    SilverPosition,
+    ensure_control_table,
+    merge_silver_position,
+    merge_verdict,
+    read_silver_position,
+    read_verdict,
+)
 from mssql_cdc.sink.delta import DeltaSink, delta_sink
 from mssql_cdc.sink.facts import parse_utc, utc_now
 from mssql_cdc.sink.facts_table import (
@@ -48,7 +56,7 @@ from mssql_cdc.sink.facts_table import (
     write_snapshot_open,
 )
 from mssql_cdc.sink.identity import check_facts_not_target, check_one_target, sink_arguments
-from mssql_cdc.sink.schemas import BRONZE, CONTROL, FACTS, TableKind
+from mssql_cdc.sink.schemas import BRONZE, CONTROL, FACTS, SILVER, SILVER_HISTORY, TableKind
 from mssql_cdc.sink.tables import TableRef, same_table, table_ref
 
 __all__ = [
@@ -57,7 +65,10 @@ __all__ = [
     "CONTROL",
     "FACTS",
     "MANUAL_SNAPSHOT_APP_ID",
+    "SILVER",
+    "SILVER_HISTORY",
     "DeltaSink",
+    "SilverPosition",
     "TableKind",
     "TableRef",
     "bootstrap_lsn",
@@ -74,10 +85,12 @@ __all__ = [
     "find_snapshot",
     "generation_app_id",
     "last_batch",
+    "merge_silver_position",
     "merge_verdict",
     "newest_snapshot_event",
     "newest_whole_snapshot",
     "parse_utc",
+    "read_silver_position",
     "read_verdict",
     "recent_events",
     "resnapshot_version",

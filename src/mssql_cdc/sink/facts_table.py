@@ -32,6 +32,7 @@ __all__ = [
     "facts_history",
     "last_batch",
     "newest_snapshot_event",
+    "newest_snapshot_open",
     "recent_events",
     "recorded_targets",
     "stream_summaries",
@@ -311,6 +312,27 @@ def facts_history(spark: SparkSession, facts_table: str, since: datetime | None 
     if since is not None:
         df = df.where(sf.col("written_at") >= sf.lit(since))
     return df.orderBy("app_id", "written_at", "batch_id").toArrow()
+def newest_snapshot_open(spark: SparkSession, facts: TableRef, target: TableRef) -> str | None:
+    """The LSN of the newest ``snapshot_open`` row written for ``target`` (in any spelling), by
+    any stream; ``None`` without one. Open until a ``bootstrap``/``resnapshot`` row for the
+    target reaches it (:func:`newest_snapshot_event`)."""
+    from pyspark.sql import functions as sf
+
+    if not facts.exists(spark):
+        return None
+    rows = (
+        facts.read(spark)
+        .where((sf.col("event") == "snapshot_open") & sf.col("min_lsn").isNotNull())
+        .groupBy("target")
+        .agg(sf.max("min_lsn").alias("lsn"))
+        .collect()
+    )
+    found = [
+        str(r["lsn"])
+        for r in rows
+        if r["target"] is not None and same_table(spark, table_ref(r["target"], "target"), target)
+    ]
+    return max(found) if found else None
 
 
 def stream_summaries(spark: SparkSession, facts_table: str) -> list[Row]:

@@ -1,4 +1,5 @@
-"""The declaration of every table kind this project writes: bronze, facts, control.
+"""The declaration of every table kind this project writes: bronze, facts, control, silver,
+reconcile.
 
 Pure data, no Spark. Each kind is one :class:`TableKind`: its columns ``(name, sql_type,
 comment)`` in table order (bronze: the metadata columns the source and the sink add; its data
@@ -25,7 +26,16 @@ __all__ = [
     "FACTS_COLUMNS",
     "FACTS_SCHEMA_VERSION",
     "FACTS_TABLE_COMMENT",
+    "RECONCILE",
+    "RECONCILE_COLUMNS",
+    "RECONCILE_SCHEMA_VERSION",
+    "RECONCILE_TABLE_COMMENT",
     "SCHEMA_VERSION_PROPERTY",
+    "SILVER",
+    "SILVER_COLUMNS",
+    "SILVER_HISTORY",
+    "SILVER_HISTORY_COLUMNS",
+    "SILVER_SCHEMA_VERSION",
     "SINK_COLUMNS",
     "TableKind",
 ]
@@ -39,6 +49,8 @@ SCHEMA_VERSION_PROPERTY = "mssql_cdc.schema_version"
 BRONZE_SCHEMA_VERSION = 2
 FACTS_SCHEMA_VERSION = 12
 CONTROL_SCHEMA_VERSION = 4
+SILVER_SCHEMA_VERSION = 0
+RECONCILE_SCHEMA_VERSION = 0
 
 BRONZE_TABLE_COMMENT = (
     "Change rows read from SQL Server CDC and appended by mssql_cdc's delta_sink; rows are never "
@@ -281,15 +293,72 @@ CONTROL_COLUMNS: list[tuple[str, str, str]] = [
     ("snapshot_wave", "INT", "Silver rows only: last applied wave of open_snapshot_lsn."),
 ]
 
+SILVER_TABLE_COMMENT = (
+    "Current state of a CDC-fed table kept by mssql_cdc.apply_changes from its bronze table: "
+    "one row per key, deleted rows removed. Its position in the bronze change log is "
+    "applied_lsn and its completeness verdict finalized_until, both in the control table row "
+    "named like this table."
+)
+
+#: (name, type, comment) of the columns a type 1 silver table has after the captured ones
+SILVER_COLUMNS: list[tuple[str, str, str]] = [
+    (
+        "_start_lsn",
+        "STRING",
+        "Commit LSN of the change that gave the row its current image; on a row unchanged "
+        "since the snapshot silver was rebuilt from, that snapshot's LSN.",
+    ),
+    ("_commit_ts", "TIMESTAMP_NTZ", "Commit time of _start_lsn, UTC."),
+]
+
+SILVER_HISTORY_TABLE_COMMENT = (
+    "History of a CDC-fed table kept by mssql_cdc.apply_changes(scd_type=2) from its bronze "
+    "table: one row per committed version of each key, valid from __START_AT until __END_AT "
+    "(commit times, UTC; NULL while current). A delete closes the open version; a re-insert "
+    "opens a new one. Position applied_lsn and verdict finalized_until are in the control "
+    "table row named like this table."
+)
+
+#: (name, type, comment) of the columns a type 2 silver table has after the captured ones
+SILVER_HISTORY_COLUMNS: list[tuple[str, str, str]] = [
+    (
+        "_start_lsn",
+        "STRING",
+        "Commit LSN of the transaction that made this version; with the key, the version's "
+        "identity. A version from a snapshot carries the snapshot's LSN.",
+    ),
+    ("_commit_ts", "TIMESTAMP_NTZ", "Commit time of _start_lsn, UTC."),
+    (
+        "__START_AT",
+        "TIMESTAMP_NTZ",
+        "When this version became current: the commit time of _start_lsn, UTC.",
+    ),
+    (
+        "__END_AT",
+        "TIMESTAMP_NTZ",
+        "When this version stopped being current: the commit time of the next version or of "
+        "the delete, UTC. NULL while the version is current.",
+    ),
+    (
+        "_end_lsn",
+        "STRING",
+        "Commit LSN of the change that closed this version (next version or delete); NULL "
+        "while current.",
+    ),
+    ("__IS_CURRENT", "BOOLEAN", "True on the key's open version (__END_AT is NULL)."),
+]
+
 
 @dataclass(frozen=True)
 class TableKind:
     """One kind of table this project writes.
 
     Attributes:
-        kind: ``"bronze"``, ``"facts"`` or ``"control"``.
+        kind: ``"bronze"``, ``"facts"``, ``"control"``, ``"silver"``, ``"silver_history"`` or
+            ``"reconcile"``.
         columns: ``(name, sql_type, comment)`` in table order; for bronze, the columns the sink
-            appends after the captured ones (the rest come from the batch's schema).
+            appends after the captured ones (the rest come from the batch's schema); for silver
+            kinds, the columns after the captured ones.
         column_comments: comment of each column by name (bronze: the metadata columns too).
         comment: the table comment.
         schema_version: the ``mssql_cdc.schema_version`` table property; a kind whose columns
@@ -337,4 +406,92 @@ CONTROL = TableKind(
     {name: comment for name, _, comment in CONTROL_COLUMNS},
     CONTROL_TABLE_COMMENT,
     CONTROL_SCHEMA_VERSION,
+)
+SILVER = TableKind(
+    "silver",
+    tuple(SILVER_COLUMNS),
+    {name: comment for name, _, comment in SILVER_COLUMNS},
+    SILVER_TABLE_COMMENT,
+    SILVER_SCHEMA_VERSION,
+)
+SILVER_HISTORY = TableKind(
+    "silver_history",
+    tuple(SILVER_HISTORY_COLUMNS),
+    {name: comment for name, _, comment in SILVER_HISTORY_COLUMNS},
+    SILVER_HISTORY_TABLE_COMMENT,
+    SILVER_SCHEMA_VERSION,
+)
+
+RECONCILE_TABLE_COMMENT = (
+    "Reports of mssql_cdc.reconcile, appended per run: one row per compared bucket of keys "
+    "(status MATCH, IN_FLIGHT or MISMATCH, with row counts and key sums of both sides) and one "
+    "row per key whose row differs between SQL Server and silver (failure_type, detail)."
+)
+
+RECONCILE_COLUMNS: list[tuple[str, str, str]] = [
+    ("run_id", "STRING", "UUID of the reconcile run; every row of one run has it."),
+    ("run_at", "TIMESTAMP_NTZ", "When the run started, UTC."),
+    ("silver", "STRING", "The silver table as passed to reconcile()."),
+    ("silver_version", "BIGINT", "Delta version of silver that was compared."),
+    (
+        "silver_lsn",
+        "STRING",
+        "Silver's applied_lsn in the control table, read before that version.",
+    ),
+    (
+        "source_lsn",
+        "STRING",
+        "sys.fn_cdc_get_max_lsn() read just before the source read: before the counts on "
+        "bucket rows, before the row read on key rows.",
+    ),
+    (
+        "bucket_lo",
+        "STRING",
+        "Lowest key of the bucket (JSON, inclusive); NULL: open below. Both bounds NULL on a "
+        "whole-table bucket.",
+    ),
+    ("bucket_hi", "STRING", "Key after the bucket (JSON, exclusive); NULL: open above."),
+    ("source_rows", "BIGINT", "Bucket rows: rows of the bucket in SQL Server."),
+    (
+        "source_key_sum",
+        "DECIMAL(38,0)",
+        "Bucket rows: sum of the bucket's keys in SQL Server (a date key as its day number "
+        "from 1970-01-01); NULL on a whole-table bucket.",
+    ),
+    ("silver_rows", "BIGINT", "Bucket rows: rows of the bucket in silver (current rows)."),
+    ("silver_key_sum", "DECIMAL(38,0)", "Bucket rows: sum of the bucket's keys in silver."),
+    (
+        "status",
+        "STRING",
+        "Bucket rows: MATCH, IN_FLIGHT (differences explained by changes not yet applied to "
+        "silver) or MISMATCH. NULL on key rows.",
+    ),
+    ("hashed", "BOOLEAN", "Bucket rows: true when the bucket's rows were compared by hash."),
+    (
+        "key",
+        "STRING",
+        'Key rows: the key as a JSON object; a NULL component is named ({"code": null}). '
+        "NULL on bucket rows.",
+    ),
+    (
+        "failure_type",
+        "STRING",
+        "Key rows: MISSING_TARGET (in SQL Server, not in silver), MISSING_SOURCE (in silver, "
+        "not in SQL Server), RECORD_DIFF (values differ) or IN_FLIGHT (differs, and the key has "
+        "changes not yet applied to silver).",
+    ),
+    (
+        "detail",
+        "STRING",
+        "Key rows: JSON with silver_start_lsn (the silver row's _start_lsn) and columns (the "
+        "columns whose values differ).",
+    ),
+]
+
+RECONCILE = TableKind(
+    "reconcile",
+    tuple(RECONCILE_COLUMNS),
+    {name: comment for name, _, comment in RECONCILE_COLUMNS},
+    RECONCILE_TABLE_COMMENT,
+    RECONCILE_SCHEMA_VERSION,
 )

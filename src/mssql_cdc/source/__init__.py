@@ -15,13 +15,16 @@ from mssql_cdc.source.offsets import format_utc
 from mssql_cdc.source.positions import SnapshotPosition, seed_position, snapshot_position
 from mssql_cdc.source.registration import register
 from mssql_cdc.source.retention import Loss, find_loss
+from mssql_cdc.source.tallies import SourceTallies, open_tallies
 
 __all__ = [
     "Loss",
     "SnapshotPosition",
     "SourceOptions",
+    "SourceTallies",
     "find_loss",
     "format_utc",
+    "open_tallies",
     "register",
     "schema_capture_instances",
     "seed_position",

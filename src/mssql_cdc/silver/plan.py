@@ -1,0 +1,170 @@
+"""What one ``apply_changes`` call reads from bronze: the newest complete snapshot, the change
+rows beyond the silver position, and a key's latest image (docs/silver.md).
+
+Runs on the driver and builds DataFrames; no row reaches Python except a few aggregates. The
+bronze ordering rule: ``(_start_lsn, _command_id, _seqval, _operation)``, ``_command_id`` only
+where bronze has it (docs/sink.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from mssql_cdc.silver.rules import DELETE_COLUMN, order_columns
+from mssql_cdc.sink import newest_snapshot_event, newest_whole_snapshot
+from mssql_cdc.sink.facts_table import newest_snapshot_open
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from mssql_cdc.sink import TableRef
+
+__all__ = [
+    "Scan",
+    "Snapshot",
+    "changes",
+    "latest_images",
+    "newest_snapshot",
+    "scan",
+    "snapshot_is_open",
+    "transaction_images",
+]
+
+log = logging.getLogger("mssql_cdc.silver")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A complete snapshot in bronze: its LSN (``_snapshot`` of its rows) and commit time."""
+
+    lsn: str
+    commit_ts: datetime | None
+
+
+@dataclass(frozen=True)
+class Scan:
+    """The change rows beyond a position: the highest LSN among them (``None``: none), their
+    number, and the capture instances they came from (lower case)."""
+
+    upper: str | None
+    rows: int
+    instances: frozenset[str]
+
+
+def newest_snapshot(
+    spark: SparkSession, bronze: TableRef, facts: TableRef | None
+) -> Snapshot | None:
+    """The newest complete snapshot of bronze: whole-snapshot rows (operation 0, not a chunk;
+    written in one commit, so complete once seen) or, with a facts table, the newest
+    ``bootstrap``/``resnapshot`` row written for bronze (the only trace of an empty table's
+    snapshot)."""
+    found: list[Snapshot] = []
+    rows = newest_whole_snapshot(spark, bronze)
+    if rows is not None:
+        found.append(Snapshot(rows[0], rows[1]))
+    if facts is not None:
+        event = newest_snapshot_event(spark, facts, bronze)
+        if event is not None:
+            found.append(Snapshot(event[0], event[1]))
+    return max(found, key=lambda s: s.lsn) if found else None
+
+
+def snapshot_is_open(
+    spark: SparkSession, bronze: TableRef, facts: TableRef, done: Snapshot | None
+) -> bool:
+    """True when the facts table records a ``snapshot_open`` for bronze newer than its newest
+    complete snapshot ``done``: a snapshot is being taken, so bronze's verdict is held."""
+    opened = newest_snapshot_open(spark, facts, bronze)
+    return opened is not None and (done is None or opened > done.lsn)
+
+
+def _after(lower: str | None) -> Column:
+    from pyspark.sql import functions as sf
+
+    change = sf.col("_operation") != 0
+    return change if lower is None else change & (sf.col("_start_lsn") > sf.lit(lower))
+
+
+def scan(bronze: DataFrame, lower: str | None) -> Scan:
+    """One aggregate over the change rows after ``lower``: per capture instance, the highest
+    LSN and the rows."""
+    from pyspark.sql import functions as sf
+
+    rows = (
+        bronze.where(_after(lower))
+        .groupBy(sf.lower(sf.col("_capture_instance")).alias("ci"))
+        .agg(sf.max("_start_lsn").alias("upper"), sf.count(sf.lit(1)).alias("n"))
+        .collect()
+    )
+    uppers = [str(r["upper"]) for r in rows]
+    return Scan(
+        max(uppers) if uppers else None,
+        sum(int(r["n"]) for r in rows),
+        frozenset(str(r["ci"]) for r in rows),
+    )
+
+
+def changes(
+    bronze: DataFrame, lower: str | None, upper: str | None, snapshot: Snapshot | None
+) -> DataFrame:
+    """The rows a call applies: change rows in ``(lower, upper]`` and, on a rebuild, the rows
+    of ``snapshot`` (``lower`` is then the snapshot's LSN)."""
+    from pyspark.sql import functions as sf
+
+    picked = _after(lower)
+    if upper is not None:
+        picked = picked & (sf.col("_start_lsn") <= sf.lit(upper))
+    else:
+        picked = sf.lit(False)
+    if snapshot is not None:
+        stamp = (
+            sf.coalesce(sf.col("_snapshot"), sf.col("_start_lsn"))
+            if "_snapshot" in bronze.columns
+            else sf.col("_start_lsn")
+        )
+        whole = sf.col("_operation") == 0
+        if "_chunk" in bronze.columns:
+            whole = whole & sf.col("_chunk").isNull()
+        picked = picked | (whole & (stamp == sf.lit(snapshot.lsn)))
+    return bronze.where(picked)
+
+
+def _with_delete(df: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as sf
+
+    return df.withColumn(DELETE_COLUMN, sf.col("_operation").isin(1, 3))
+
+
+def latest_images(
+    rows: DataFrame, keys: list[str], columns: list[str], bronze_columns: list[str]
+) -> DataFrame:
+    """One row per key (NULL key values grouped as equal): its latest image by the bronze
+    order, as ``columns`` (captured), ``_start_lsn``, ``_commit_ts`` and
+    ``_mssql_cdc_delete`` (operation 1, or 3: an update that moved the row to another key,
+    since the 4 of an update that kept its key outranks its 3)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as sf
+
+    order = [sf.col(c).desc() for c in order_columns(bronze_columns)]
+    window = Window.partitionBy(*[sf.col(k) for k in keys]).orderBy(*order)
+    ranked = rows.withColumn("_mssql_cdc_rank", sf.row_number().over(window))
+    picked = ranked.where(sf.col("_mssql_cdc_rank") == 1)
+    return _with_delete(picked).select(*columns, "_start_lsn", "_commit_ts", DELETE_COLUMN)
+
+
+def transaction_images(
+    rows: DataFrame, keys: list[str], columns: list[str], bronze_columns: list[str]
+) -> DataFrame:
+    """One row per key and commit (``_start_lsn``): the key's image when the transaction
+    committed, i.e. its last row in the transaction; columns as :func:`latest_images`."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as sf
+
+    order = [sf.col(c).desc() for c in order_columns(bronze_columns) if c != "_start_lsn"]
+    window = Window.partitionBy(*[sf.col(k) for k in keys], sf.col("_start_lsn")).orderBy(*order)
+    ranked = rows.withColumn("_mssql_cdc_rank", sf.row_number().over(window))
+    picked = ranked.where(sf.col("_mssql_cdc_rank") == 1)
+    return _with_delete(picked).select(*columns, "_start_lsn", "_commit_ts", DELETE_COLUMN)
