@@ -312,6 +312,8 @@ def facts_history(spark: SparkSession, facts_table: str, since: datetime | None 
     if since is not None:
         df = df.where(sf.col("written_at") >= sf.lit(since))
     return df.orderBy("app_id", "written_at", "batch_id").toArrow()
+
+
 def newest_snapshot_open(spark: SparkSession, facts: TableRef, target: TableRef) -> str | None:
     """The LSN of the newest ``snapshot_open`` row written for ``target`` (in any spelling), by
     any stream; ``None`` without one. Open until a ``bootstrap``/``resnapshot`` row for the
