@@ -9,6 +9,7 @@ import mssql_cdc
 from mssql_cdc import _native, errors
 
 PUBLIC = {
+    "ApplyResult",
     "CdcStream",
     "CheckItem",
     "CheckReport",
@@ -20,6 +21,7 @@ PUBLIC = {
     "SchemaChangedError",
     "SourceOptions",
     "__version__",
+    "apply_changes",
     "await_all",
     "check",
     "is_data_loss",
@@ -48,7 +50,10 @@ def test_native_core_links_openssl():
 
 
 def test_import_does_not_load_pyspark():
-    code = "import sys, mssql_cdc, mssql_cdc.spark; print('pyspark' in sys.modules)"
+    code = (
+        "import sys, mssql_cdc, mssql_cdc.spark, mssql_cdc.silver; mssql_cdc.apply_changes; "
+        "print('pyspark' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
