@@ -55,7 +55,7 @@ def test_untracked_changes_rewrite_the_open_version_and_new_columns_are_added(sp
     kw = {"capture_instance": "dbo_t", "keys": ["id"], "control_table": str(tmp_path / "c")}
     apply_changes(spark, bronze, history, scd_type=2, track_columns=["qty"], **kw)
     got = spark.read.format("delta").load(history).orderBy("_start_lsn").collect()
-    assert [(r.qty, r.note, r._start_lsn, r._end_lsn, r.__END_AT) for r in got] == [
+    assert [(r.qty, r.note, r._start_lsn, r._end_lsn, r["__END_AT"]) for r in got] == [
         (1, "y", lsn(10), lsn(13), T0 + timedelta(minutes=13)),
         (2, "y", lsn(13), None, None),
     ]
@@ -69,7 +69,7 @@ def test_untracked_changes_rewrite_the_open_version_and_new_columns_are_added(sp
     result = apply_changes(spark, bronze, history, scd_type=2, track_columns=["qty"], **kw)
     assert result.applied_lsn == lsn(14)
     got = spark.read.format("delta").load(history).orderBy("_start_lsn").collect()
-    assert [(r.qty, r.extra, r.__IS_CURRENT) for r in got] == [
+    assert [(r.qty, r.extra, r["__IS_CURRENT"]) for r in got] == [
         (1, None, False),
         (2, None, False),
         (3, "new", True),
