@@ -52,7 +52,10 @@ def test_native_core_links_openssl():
 
 
 def test_import_does_not_load_pyspark():
-    code = "import sys, mssql_cdc, mssql_cdc.spark; print('pyspark' in sys.modules)"
+    code = (
+        "import sys, mssql_cdc, mssql_cdc.spark, mssql_cdc.silver; mssql_cdc.apply_changes; "
+        "print('pyspark' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
