@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+import pytest
+
 from mssql_cdc import apply_changes
 
 DDL = (
@@ -71,3 +73,7 @@ def test_untracked_changes_rewrite_the_open_version_and_new_columns_are_added(sp
         (2, None, False),
         (3, "new", True),
     ]
+
+    # the same table as type 1 is refused, also by a call with nothing to merge
+    with pytest.raises(ValueError, match=r"scd_type=2\), not scd_type=1"):
+        apply_changes(spark, bronze, history, scd_type=1, **kw)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from mssql_cdc.finalization import retry_conflicts, truncate
 from mssql_cdc.silver import plan, rules, scd2
-from mssql_cdc.silver.table import ensure_silver, merge
+from mssql_cdc.silver.table import check_silver_kind, ensure_silver, merge
 from mssql_cdc.sink import (
     SilverPosition,
     ensure_control_table,
@@ -106,6 +106,18 @@ def _check_instances(found: frozenset[str], instance: str, info: InstanceInfo | 
     )
 
 
+def _refs(
+    spark: SparkSession, bronze: str, target: str, control_table: str, facts_table: str | None
+) -> tuple[TableRef, TableRef, TableRef, TableRef | None]:
+    """The tables of a call, checked: the target is not bronze."""
+    bronze_ref = table_ref(bronze, "bronze")
+    target_ref = table_ref(target, "target")
+    if same_table(spark, bronze_ref, target_ref):
+        raise ValueError(f"target {target!r} is the bronze table; give another table")
+    facts_ref = table_ref(facts_table, "facts_table") if facts_table else None
+    return bronze_ref, target_ref, table_ref(control_table, "control_table"), facts_ref
+
+
 def apply_changes(
     spark: SparkSession,
     bronze: str,
@@ -155,12 +167,9 @@ def apply_changes(
     if track_columns is not None and scd != 2:
         raise ValueError("track_columns applies only to scd_type=2")
     instance = rules.options_instance(capture_instance, options)
-    bronze_ref = table_ref(bronze, "bronze")
-    target_ref = table_ref(target, "target")
-    control_ref = table_ref(control_table, "control_table")
-    facts_ref = table_ref(facts_table, "facts_table") if facts_table else None
-    if same_table(spark, bronze_ref, target_ref):
-        raise ValueError(f"target {target!r} is the bronze table; give another table")
+    bronze_ref, target_ref, control_ref, facts_ref = _refs(
+        spark, bronze, target, control_table, facts_table
+    )
 
     ensure_control_table(spark, control_ref)
     position = read_silver_position(spark, control_ref, target_ref.text)
@@ -212,6 +221,8 @@ def apply_changes(
             base=base,
             rebuild=rebuild,
         )
+    else:
+        check_silver_kind(spark, target_ref, scd)
 
     verdict = _verdict(
         spark,

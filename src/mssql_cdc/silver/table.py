@@ -42,15 +42,7 @@ def ensure_silver(
     assert isinstance(declared, StructType)
     ensure_table(spark, target, kind, StructType([*captured, *declared.fields]))
     have = {c.lower() for c in target.read(spark).columns}
-    other = SILVER_HISTORY if scd_type == 1 else SILVER
-    marker = "__END_AT" if scd_type == 1 else None
-    if (marker is not None and marker.lower() in have) or (
-        marker is None and "__end_at" not in have
-    ):
-        raise ValueError(
-            f"silver {target.text} is a {other.kind} table (scd_type={2 if scd_type == 1 else 1})"
-            f", not scd_type={scd_type}; give another target"
-        )
+    _refuse_other_kind(target, have, scd_type)
     missing = [f for f in captured if f.name.lower() not in have]
     if not missing:
         return
@@ -63,6 +55,24 @@ def ensure_silver(
             f"({', '.join(f.name for f in missing)}): {str(exc).splitlines()[0][:300]}"
         ) from exc
     log.info("silver %s: added columns %s", target.text, ", ".join(f.name for f in missing))
+
+
+def check_silver_kind(spark: SparkSession, target: TableRef, scd_type: int) -> None:
+    """Refuses an existing silver table of the other SCD type (a call with nothing to merge
+    checks too, so the mistake shows at once). Raises ``ValueError``."""
+    if target.exists(spark):
+        _refuse_other_kind(target, {c.lower() for c in target.read(spark).columns}, scd_type)
+
+
+def _refuse_other_kind(target: TableRef, have: set[str], scd_type: int) -> None:
+    history = "__end_at" in have
+    if history == (scd_type == 2):
+        return
+    other = SILVER_HISTORY if scd_type == 1 else SILVER
+    raise ValueError(
+        f"silver {target.text} is a {other.kind} table (scd_type={2 if scd_type == 1 else 1}), "
+        f"not scd_type={scd_type}; give another target"
+    )
 
 
 def merge(
