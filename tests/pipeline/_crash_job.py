@@ -32,6 +32,21 @@ import sys
 from pathlib import Path
 
 
+def start(spark, job: dict, trigger: dict | None = None):
+    """The job's ``to_delta`` query, started (``test_crash.py`` runs the runs that do not crash
+    in its own session with it)."""
+    from mssql_cdc import stream
+
+    return stream(spark, job["options"]).to_delta(
+        job["bronze"],
+        app_id=job["app_id"],
+        checkpoint=job["checkpoint"],
+        facts_table=job["facts"],
+        trigger=trigger or {"availableNow": True},
+        **job.get("to_delta", {}),
+    )
+
+
 def main(job_file: str) -> int:
     job = json.loads(Path(job_file).read_text())
     if job.get("chaos"):
@@ -77,7 +92,6 @@ def main(job_file: str) -> int:
     sink_delta.count_batch = count_batch
     TableRef.append = append
 
-    from mssql_cdc import stream
     from mssql_cdc.spark import get_spark
 
     spark = get_spark(
@@ -85,14 +99,7 @@ def main(job_file: str) -> int:
         "local[2]",
         config={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"},
     )
-    query = stream(spark, job["options"]).to_delta(
-        job["bronze"],
-        app_id=job["app_id"],
-        checkpoint=job["checkpoint"],
-        facts_table=job["facts"],
-        trigger={"availableNow": True},
-        **job.get("to_delta", {}),
-    )
+    query = start(spark, job)
     query.awaitTermination()
     batches = [p["batchId"] for p in query.recentProgress]
     print(json.dumps({"batches": batches, "name": query.name}))
@@ -135,7 +142,7 @@ def run_chaos(job) -> int:
     ``chaos.ready`` once a query has started."""
     import time
 
-    from mssql_cdc import finalization, stream
+    from mssql_cdc import finalization
     from mssql_cdc.spark import get_spark
 
     chaos = job["chaos"]
@@ -162,13 +169,7 @@ def run_chaos(job) -> int:
         stopping = Path(chaos["stop"]).exists()
         trigger = {"availableNow": True} if stopping else job["trigger"]
         try:
-            query = stream(spark, job["options"]).to_delta(
-                job["bronze"],
-                app_id=job["app_id"],
-                checkpoint=job["checkpoint"],
-                facts_table=job["facts"],
-                trigger=trigger,
-            )
+            query = start(spark, job, trigger)
             Path(chaos["ready"]).touch()
             listener = finalization.track(
                 spark, query, chaos["control"], job["bronze"], granularity="minute"

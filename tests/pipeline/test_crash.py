@@ -33,16 +33,9 @@ def run_job(tmp_path, job, crash, timeout=600):
 
 def run_to_the_end(spark, job) -> tuple[list[int], str]:
     """The job without a crash, in this Spark session: its batch ids and the query's name."""
-    from mssql_cdc import stream
+    from _crash_job import start
 
-    query = stream(spark, job["options"]).to_delta(
-        job["bronze"],
-        app_id=job["app_id"],
-        checkpoint=job["checkpoint"],
-        facts_table=job["facts"],
-        trigger={"availableNow": True},
-        **job.get("to_delta", {}),
-    )
+    query = start(spark, job)
     query.awaitTermination()
     return [p["batchId"] for p in query.recentProgress], query.name
 
