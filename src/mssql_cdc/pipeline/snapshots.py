@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SnapshotKind",
     "Taken",
+    "newest_complete_snapshot",
     "newest_snapshot",
     "offset_of",
     "read_options",
@@ -180,16 +181,23 @@ def newest_snapshot(
     Returns:
         The snapshot's offset, or ``None`` when there is none.
     """
-    target_ref = table_ref(target, "target")
+    facts_ref = None if facts_table is None else table_ref(facts_table, "facts_table")
+    found = newest_complete_snapshot(spark, table_ref(target, "target"), facts_ref)
+    return None if found is None else offset_of(*found)
+
+
+def newest_complete_snapshot(
+    spark: SparkSession, target: TableRef, facts: TableRef | None
+) -> tuple[str, datetime | None] | None:
+    """The rule behind :func:`newest_snapshot` (``apply_changes`` rebuilds from it too): the
+    newest of the target's whole operation-0 snapshots and, with ``facts``, of the
+    ``bootstrap``/``resnapshot`` facts rows written for it; its LSN and commit time."""
     found: list[tuple[str, datetime | None]] = []
-    whole = newest_whole_snapshot(spark, target_ref)
+    whole = newest_whole_snapshot(spark, target)
     if whole is not None:
         found.append(whole)
-    if facts_table is not None:
-        event = newest_snapshot_event(spark, table_ref(facts_table, "facts_table"), target_ref)
+    if facts is not None:
+        event = newest_snapshot_event(spark, facts, target)
         if event is not None:
             found.append(event)
-    if not found:
-        return None
-    lsn, commit_ts = max(found, key=lambda f: f[0])
-    return offset_of(lsn, commit_ts)
+    return max(found, key=lambda f: f[0]) if found else None

@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mssql_cdc.silver.rules import DELETE_COLUMN, order_columns
-from mssql_cdc.sink import newest_snapshot_event, newest_whole_snapshot
 from mssql_cdc.sink.facts_table import newest_snapshot_open
 
 if TYPE_CHECKING:
@@ -61,15 +60,10 @@ def newest_snapshot(
     written in one commit, so complete once seen) or, with a facts table, the newest
     ``bootstrap``/``resnapshot`` row written for bronze (the only trace of an empty table's
     snapshot)."""
-    found: list[Snapshot] = []
-    rows = newest_whole_snapshot(spark, bronze)
-    if rows is not None:
-        found.append(Snapshot(rows[0], rows[1]))
-    if facts is not None:
-        event = newest_snapshot_event(spark, facts, bronze)
-        if event is not None:
-            found.append(Snapshot(event[0], event[1]))
-    return max(found, key=lambda s: s.lsn) if found else None
+    from mssql_cdc.pipeline.snapshots import newest_complete_snapshot  # loads Spark's modules
+
+    found = newest_complete_snapshot(spark, bronze, facts)
+    return None if found is None else Snapshot(*found)
 
 
 def snapshot_is_open(
