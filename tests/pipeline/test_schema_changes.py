@@ -134,6 +134,12 @@ def test_snapshot_on_switch_gives_unchanged_rows_the_new_column(spark, source, t
         query.awaitTermination()
         return query
 
+    # it learns of the switch from the metrics files: a URI checkpoint needs metricsPath
+    with pytest.raises(ValueError, match=r"snapshot_on_switch=True learns .* set the metricsPath"):
+        stream(spark, source.options()).to_delta(
+            bronze, app_id="orders-sw", checkpoint="s3a://bucket/cp", snapshot_on_switch=True
+        )
+
     source.sql("INSERT INTO dbo.orders VALUES (1, N'a', 1), (2, N'b', 2)")
     source.scan()
     run()

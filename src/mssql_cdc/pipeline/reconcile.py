@@ -40,16 +40,18 @@ from mssql_cdc.pipeline.buckets import (
     unit_value,
 )
 from mssql_cdc.pipeline.snapshots import read_options
-from mssql_cdc.sink.control import read_silver_position
-from mssql_cdc.sink.reconcile_tables import (
+from mssql_cdc.sink import (
+    TableRef,
     append_report,
     bronze_change_keys,
     bronze_position,
+    quote,
+    read_silver_position,
+    report_frame,
     silver_current_rows,
     silver_version,
+    table_ref,
 )
-from mssql_cdc.sink.schemas import RECONCILE
-from mssql_cdc.sink.tables import TableRef, quote, table_ref
 from mssql_cdc.source import open_tallies, register
 
 if TYPE_CHECKING:
@@ -482,7 +484,7 @@ class _Run:
         )
         counts = Counter(statuses)
         failures = Counter(r[15] for r in report_rows if r[15] is not None)
-        report = self.spark.createDataFrame(report_rows, RECONCILE.ddl)
+        report = report_frame(self.spark, report_rows)
         return ReconcileResult(
             run_id=run_id,
             silver_version=self.version,

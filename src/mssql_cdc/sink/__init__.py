@@ -56,8 +56,16 @@ from mssql_cdc.sink.facts_table import (
     write_snapshot_open,
 )
 from mssql_cdc.sink.identity import check_facts_not_target, check_one_target, sink_arguments
+from mssql_cdc.sink.reconcile_tables import (
+    append_report,
+    bronze_change_keys,
+    bronze_position,
+    report_frame,
+    silver_current_rows,
+    silver_version,
+)
 from mssql_cdc.sink.schemas import BRONZE, CONTROL, FACTS, SILVER, SILVER_HISTORY, TableKind
-from mssql_cdc.sink.tables import TableRef, same_table, table_ref
+from mssql_cdc.sink.tables import TableRef, quote, same_table, table_ref
 
 __all__ = [
     "BOOTSTRAP_VERSION",
@@ -71,8 +79,11 @@ __all__ = [
     "SilverPosition",
     "TableKind",
     "TableRef",
+    "append_report",
     "bootstrap_lsn",
     "bronze_app_id",
+    "bronze_change_keys",
+    "bronze_position",
     "change_history",
     "check_facts_not_target",
     "check_one_target",
@@ -90,11 +101,15 @@ __all__ = [
     "newest_snapshot_event",
     "newest_whole_snapshot",
     "parse_utc",
+    "quote",
     "read_silver_position",
     "read_verdict",
     "recent_events",
+    "report_frame",
     "resnapshot_version",
     "same_table",
+    "silver_current_rows",
+    "silver_version",
     "sink_arguments",
     "snapshot_rows",
     "snapshot_txn_version",

@@ -21,12 +21,18 @@ __all__ = [
     "append_report",
     "bronze_change_keys",
     "bronze_position",
+    "report_frame",
     "silver_current_rows",
     "silver_version",
 ]
 
 #: the validity-end column of a type 2 silver table; NULL on a key's current version
 SCD2_END_COLUMN = "__END_AT"
+
+
+def report_frame(spark: SparkSession, rows: Sequence[tuple[object, ...]]) -> DataFrame:
+    """A run's report rows as a DataFrame of the report table's columns (``schemas.RECONCILE``)."""
+    return spark.createDataFrame(list(rows), RECONCILE.ddl)
 
 
 def silver_version(spark: SparkSession, ref: TableRef) -> int:
