@@ -1,7 +1,9 @@
 """End to end: change rows per second from the emulator through Spark into Delta bronze.
 
-Three ways to land the same change rows of ``dbo.bench`` (12 columns, inserts then updates) in
-Delta, in one run on this machine (compare ratios, not absolute numbers):
+Three ways to land the same change rows of ``dbo.bench`` (12 columns; the source and change
+tables filled directly in the emulator's engine by ``bench/_fill.py``, one insert change row per
+source row, ``--rows-per-commit`` to a commit) in Delta, in one run on this machine (compare
+ratios, not absolute numbers):
 
 * ``to_delta``: this project — ``stream(spark, options).to_delta(...)`` with an availableNow
   trigger (the native client, the Spark data source, the exactly-once sink, no facts table);
@@ -10,6 +12,7 @@ Delta, in one run on this machine (compare ratios, not absolute numbers):
 * ``floor``: the same rows already in memory (an Arrow table) appended to Delta.
 
     .venv/bin/python bench/e2e.py [--rows 100000] [--partitions 1 2 4] [--facts]
+        [--rows-per-commit 1000]
 
 ``--partitions`` takes several counts: the source is loaded once, then ``to_delta`` and the
 JDBC path run once per count (``numPartitions``; the JDBC source splits on ``id``), the floor
@@ -44,27 +47,6 @@ def jdbc_jar() -> Path | None:
             check=False,
         )
     return jar if jar.exists() else None
-
-
-def load_source(conn, rows: int) -> None:
-    conn.execute(
-        "CREATE TABLE dbo.bench (id int PRIMARY KEY, person_id int, store_id int, "
-        "territory_id int, account nvarchar(20), rowguid uniqueidentifier, modified datetime2(3))"
-    )
-    conn.execute("EXEC sys.sp_cdc_enable_db")
-    conn.execute(
-        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'bench', "
-        "@role_name = NULL"
-    )
-    inserts = rows * 2 // 3
-    for start in range(0, inserts, 1000):
-        values = ", ".join(
-            f"({i}, {i % 5000}, {i % 700}, {i % 10}, N'AW{i:08d}', NEWID(), '2024-01-01 10:00:00')"
-            for i in range(start, min(start + 1000, inserts))
-        )
-        conn.execute(f"INSERT INTO dbo.bench VALUES {values}")
-    # each update is two change rows (before and after image with 'all update old'; 'all' = 1)
-    conn.execute(f"UPDATE dbo.bench SET store_id = store_id + 1 WHERE id < {rows - inserts}")
 
 
 def _cause(exc: BaseException) -> str:
@@ -117,6 +99,9 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
     parser.add_argument("--rows", type=int, default=100_000, help="change rows to land")
     parser.add_argument("--partitions", type=int, nargs="+", default=[2])
     parser.add_argument("--facts", action="store_true", help="to_delta with a facts table")
+    parser.add_argument(
+        "--rows-per-commit", type=int, default=1000, help="change rows per source commit"
+    )
     args = parser.parse_args()
 
     class Steps(logging.Handler):  # the sink's per-batch DEBUG line, printed as it comes
@@ -128,6 +113,7 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
     sink_log.setLevel(logging.DEBUG)
     sink_log.addHandler(Steps())
 
+    from _fill import fill
     from mssql_cdc import _native, stream
     from mssql_cdc.emulator import Emulator
     from mssql_cdc.spark import delta_jars, get_spark
@@ -144,12 +130,14 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
     results: dict[str, tuple[float, int] | str] = {}
     with Emulator() as emu:
         text = f"Server=tcp:{emu.host},{emu.port};Encrypt=no"
+        started = time.perf_counter()
+        commits = fill(emu, args.rows, rows_per_commit=args.rows_per_commit)
         with _native.connect(text, user="sa", password=emu.password) as conn:
-            started = time.perf_counter()
-            load_source(conn, args.rows)
-            emu.scan()
             count = conn.scalar("SELECT COUNT(*) FROM cdc.dbo_bench_CT")
-            print(f"# source: {count:,} change rows ready in {time.perf_counter() - started:.1f} s")
+        print(
+            f"# source: {count:,} change rows in {commits:,} commits ready in "
+            f"{time.perf_counter() - started:.1f} s"
+        )
 
         for parts in args.partitions:
             options = {
@@ -178,7 +166,7 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
             landed = spark.read.format("delta").load(str(work / f"bronze{parts}")).count()
             results[f"to_delta p={parts}"] = (seconds, landed)
             results[f"jdbc p={parts}"] = jdbc(
-                spark, emu, jar, work / f"jdbc{parts}", parts=parts, keys=args.rows * 2 // 3
+                spark, emu, jar, work / f"jdbc{parts}", parts=parts, keys=args.rows
             )
 
     arrow = spark.read.format("delta").load(str(work / f"bronze{args.partitions[0]}")).toArrow()

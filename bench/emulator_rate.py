@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from _fill import fill
 from mssql_cdc.emulator import Emulator
 from mssql_cdc.emulator.engine.executor import Executor
 from mssql_cdc.emulator.server import render
@@ -35,45 +36,6 @@ CHANGES = (
     "sys.fn_cdc_get_max_lsn(), N'all')"
 )
 SNAPSHOT = "SELECT * FROM dbo.bench"
-
-
-def fill(emu: Emulator, rows: int) -> None:
-    ex = Executor(emu.db, 1)
-    for sql in (
-        "CREATE TABLE dbo.bench (id int PRIMARY KEY, person_id int, store_id int, "
-        "territory_id int, account nvarchar(20), rowguid uniqueidentifier, modified datetime2(3))",
-        "EXEC sys.sp_cdc_enable_db",
-        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'bench', "
-        "@role_name = NULL",
-    ):
-        outcome = ex.run_batch(sql)
-        assert outcome.error is None, outcome.error
-    ex.close()
-    emu.scan()
-    commit = emu.db.log.next_lsn()
-    emu.scan()
-    cur = emu.db.system
-    values = (
-        "i::INTEGER, (i % 5000)::INTEGER, (i % 700)::INTEGER, (i % 10)::INTEGER, "
-        "'AW' || lpad(i::VARCHAR, 8, '0'), uuid(), '2024-01-01 10:00:00.000'"
-    )
-    cur.execute(f'INSERT INTO dbo."bench" SELECT {values} FROM range(?) t(i)', [rows])
-    cur.execute(
-        'INSERT INTO cdc."dbo_bench_CT" SELECT ?, NULL, '
-        "from_hex(lpad(printf('%x', i + 1), 20, '0')), 2, '\\x7F'::BLOB, "
-        f"{values}, (i + 1)::INTEGER FROM range(?) t(i)",
-        [bytes(commit), rows],
-    )
-    cur.execute(
-        'INSERT INTO cdc."lsn_time_mapping" VALUES (?, ?, ?, ?, ?)',
-        [
-            bytes(commit),
-            "2024-01-01 00:00:00.000",
-            "2024-01-01 00:00:00.000",
-            b"\x01",
-            bytes(commit),
-        ],
-    )
 
 
 @contextmanager

@@ -4,8 +4,10 @@ the order bronze and the stream give it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import pyarrow as pa
 
@@ -22,6 +24,31 @@ class CdcSource:
 
     #: options every reader of this source gets (subclasses add their own)
     base_options: ClassVar[dict[str, str]] = {"captureInstance": "dbo_orders"}
+
+    @classmethod
+    @contextmanager
+    def opened(cls, server: Any, emulator: Any, tables: dict[str, str]) -> Iterator[Self]:
+        """Connect to ``server`` as its user, create each ``dbo.<name> (<columns>)`` of
+        ``tables``, enable CDC on the database and on each table (capture instance
+        ``dbo_<name>``, no gating role); close the connection on exit."""
+        conn = _native.connect(
+            f"Server=tcp:{server.host},{server.port};Encrypt=no;TrustServerCertificate=yes",
+            user=server.user,
+            password=server.password,
+        )
+        try:
+            src = cls(conn, server, emulator)
+            for name, columns in tables.items():
+                src.sql(f"CREATE TABLE dbo.{name} ({columns})")
+            src.sql("EXEC sys.sp_cdc_enable_db")
+            for name in tables:
+                src.sql(
+                    "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', "
+                    f"@source_name = N'{name}', @role_name = NULL"
+                )
+            yield src
+        finally:
+            conn.close()
 
     def sql(self, text: str, params: list[object] | None = None) -> list[dict[str, object]]:
         result = self.conn.execute(text, params)

@@ -18,7 +18,7 @@ from typing import ClassVar
 import pytest
 
 from cdc_source import CdcSource
-from mssql_cdc import _native, apply_changes, finalization, stream
+from mssql_cdc import apply_changes, finalization, stream
 from mssql_cdc.silver import apply as apply_module
 from mssql_cdc.silver.source import instance_info
 
@@ -35,23 +35,9 @@ class Source(CdcSource):
 
 @pytest.fixture
 def source(sql_server) -> Iterator[Source]:
-    conn = _native.connect(
-        f"Server=tcp:{sql_server.host},{sql_server.port};Encrypt=no;TrustServerCertificate=yes",
-        user=sql_server.user,
-        password=sql_server.password,
-    )
-    src = Source(conn, sql_server, sql_server.emulator)
-    src.sql(
-        "CREATE TABLE dbo.items (id int NOT NULL PRIMARY KEY, code nvarchar(10) NULL, qty int, "
-        "note nvarchar(20))"
-    )
-    src.sql("EXEC sys.sp_cdc_enable_db")
-    src.sql(
-        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'items', "
-        "@role_name = NULL"
-    )
-    yield src
-    conn.close()
+    items = "id int NOT NULL PRIMARY KEY, code nvarchar(10) NULL, qty int, note nvarchar(20)"
+    with Source.opened(sql_server, sql_server.emulator, {"items": items}) as src:
+        yield src
 
 
 class Workload:

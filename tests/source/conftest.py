@@ -9,29 +9,19 @@ from dataclasses import dataclass
 import pytest
 
 from cdc_source import CdcSource
-from mssql_cdc import _native
 
 
 class Source(CdcSource):
     """dbo.orders with CDC on the test server (tests/cdc_source.py)."""
 
 
+ORDERS = {"orders": "id int NOT NULL PRIMARY KEY, name nvarchar(20), qty int"}
+
+
 @pytest.fixture
 def source(sql_server) -> Iterator[Source]:
-    conn = _native.connect(
-        f"Server=tcp:{sql_server.host},{sql_server.port};Encrypt=no;TrustServerCertificate=yes",
-        user=sql_server.user,
-        password=sql_server.password,
-    )
-    src = Source(conn, sql_server, sql_server.emulator)
-    src.sql("CREATE TABLE dbo.orders (id int NOT NULL PRIMARY KEY, name nvarchar(20), qty int)")
-    src.sql("EXEC sys.sp_cdc_enable_db")
-    src.sql(
-        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'orders', "
-        "@role_name = NULL"
-    )
-    yield src
-    conn.close()
+    with Source.opened(sql_server, sql_server.emulator, ORDERS) as src:
+        yield src
 
 
 @pytest.fixture
@@ -50,15 +40,5 @@ def pacific_source() -> Iterator[Source]:
             password: str = emu.password
             database: str = "master"
 
-        conn = _native.connect(
-            f"Server=tcp:{emu.host},{emu.port};Encrypt=no", user="sa", password=emu.password
-        )
-        src = Source(conn, Server(), emu)
-        src.sql("CREATE TABLE dbo.orders (id int NOT NULL PRIMARY KEY, name nvarchar(20), qty int)")
-        src.sql("EXEC sys.sp_cdc_enable_db")
-        src.sql(
-            "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'orders', "
-            "@role_name = NULL"
-        )
-        yield src
-        conn.close()
+        with Source.opened(Server(), emu, ORDERS) as src:
+            yield src

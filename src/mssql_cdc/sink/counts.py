@@ -5,7 +5,10 @@ facts row needs, as one set of aggregate expressions used two ways (ADR 0090):
   ``DataFrame.observe`` with ``pyspark.sql.Observation``): the counts come out of the pass that
   writes, so the batch is read once and nothing is persisted;
 * one aggregation (:func:`count_batch`) where the batch is not written (a replay, a batch
-  already in bronze, a batch before bronze exists) or where the observation brought nothing.
+  already in bronze) or where the observation brought nothing.
+
+Before bronze exists the sink first asks whether the batch is empty (``DataFrame.head(1)``, a
+limit of one row), since an empty batch must not create the table.
 
 Runs on the driver (or Spark Connect's ``foreachBatch`` worker); the aggregation's tasks on the
 executors. Commit times travel as text (``CAST(... AS STRING)``) and are parsed back: Spark 4.0

@@ -187,11 +187,16 @@ class DeltaSink:
         # the bronze commit already landed (a replay): Delta would skip the append
         in_target = recorded is not None and recorded.target_txn == batch_id
         counts: BatchCounts | None = None
-        if verdict is Verdict.REPLAY or in_target or not self._exists(spark, self.target):
-            # nothing to write, or maybe nothing (an empty batch does not create the target):
-            # one aggregation is the only read
+        if verdict is Verdict.REPLAY or in_target:
+            # nothing to write: one aggregation is the only read
             counts = count_batch(df)
             steps.lap("count")
+        elif not self._exists(spark, self.target) and not df.head(1):
+            # an empty batch does not create the target; asking costs the first partition's
+            # read up to one row (a limit of one), not the batch's, which the write below reads
+            # once with its counts. (``DataFrame.isEmpty`` reads every partition on Spark 4.)
+            counts = BatchCounts(rows=0)
+            steps.lap("empty")
         if verdict is Verdict.REPLAY:
             assert recorded is not None
             assert counts is not None
@@ -205,7 +210,7 @@ class DeltaSink:
                     batch_id,
                     self.target.text,
                 )
-            elif counts is None:  # the target exists: the counts come from the write
+            elif counts is None:  # the counts come from the write (which may create the target)
                 counts = self._write(spark, df, batch_id, observe=self.facts is not None)
                 steps.lap("bronze")
             elif counts.rows:
