@@ -165,16 +165,20 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
                 )
             landed = spark.read.format("delta").load(str(work / f"bronze{parts}")).count()
             results[f"to_delta p={parts}"] = (seconds, landed)
+            print(f"# to_delta p={parts}: {landed:,} rows in {seconds:.2f} s", flush=True)
             results[f"jdbc p={parts}"] = jdbc(
                 spark, emu, jar, work / f"jdbc{parts}", parts=parts, keys=args.rows
             )
+            print(f"# jdbc p={parts}: {results[f'jdbc p={parts}']}", flush=True)
 
-    arrow = spark.read.format("delta").load(str(work / f"bronze{args.partitions[0]}")).toArrow()
-    df = spark.createDataFrame(arrow)
-    df.cache().count()
+    # the floor: the landed rows cached in executor memory, then appended (collecting a million
+    # rows to the driver as Arrow first fails on a small driver: TaskResultLost)
+    df = spark.read.format("delta").load(str(work / f"bronze{args.partitions[0]}")).cache()
+    cached = df.count()
     started = time.perf_counter()
     df.write.format("delta").save(str(work / "floor"))
-    results["floor"] = (time.perf_counter() - started, arrow.num_rows)
+    results["floor"] = (time.perf_counter() - started, cached)
+    print(f"# floor: {cached:,} rows in {results['floor'][0]:.2f} s", flush=True)
 
     floor_seconds = results["floor"][0] if isinstance(results["floor"], tuple) else None
     print(f"{'path':<14}{'seconds':>9}{'rows':>10}{'rows/s':>12}{'x floor':>9}")

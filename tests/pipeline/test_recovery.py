@@ -246,6 +246,20 @@ def test_seed_from_a_copy_and_its_refusals(spark, source, emulator, tmp_path):
     with pytest.raises(DataLossError, match="older than the CDC retention"):
         cdc.seed(str(tmp_path / "bronze2"), copy, recorded)
 
+    # a reseed from a newer copy needs a new app_id: the old one's bootstrap row is recorded
+    newer = max_lsn(source)
+    copy2 = spark.createDataFrame(
+        [(1, "a", 1), (2, "b", 5), (9, "z", 9)], "ID int, Name string, qty int"
+    )
+    with pytest.raises(ValueError, match="'orders' already recorded its bootstrap"):
+        cdc.seed(bronze, copy2, newer, app_id="orders", facts_table=facts, reseed=True)
+    cdc.seed(bronze, copy2, newer, app_id="orders2", facts_table=facts, reseed=True)
+    boots = [e for e in events(spark, tmp_path) if e["event"] == "bootstrap"]
+    assert sorted((e["app_id"], e["rows"], e["max_lsn"]) for e in boots) == [
+        ("orders", 2, recorded),
+        ("orders2", 3, newer),
+    ]
+
 
 @pytest.mark.parametrize(
     "case",

@@ -25,6 +25,7 @@ from mssql_cdc.pipeline.snapshots import offset_of, read_options
 from mssql_cdc.sink import (
     MANUAL_SNAPSHOT_APP_ID,
     TableRef,
+    bootstrap_lsn,
     events_app_id,
     newest_whole_snapshot,
     snapshot_rows,
@@ -137,7 +138,8 @@ def seed(
             copy's position are purged.
         ValueError: an ``as_of`` LSN not recorded yet; the copy lacks a captured column (and
             ``allow_missing_columns`` is false); the target holds another snapshot (and
-            ``reseed`` is false, or the copy is not newer than it).
+            ``reseed`` is false, or the copy is not newer than it); ``reseed`` with an
+            ``app_id`` whose bootstrap row the facts already hold.
     """
     position = seed_position(options, as_of)
     lsn = str(position.lsn)
@@ -157,6 +159,15 @@ def seed(
             f"reseed=True: the copy's position {lsn} is not newer than the snapshot at "
             f"{existing[0]} already in {target.text!r}; seed from a newer copy"
         )
+    if existing is not None and app_id is not None:
+        earlier = bootstrap_lsn(spark, facts, app_id, target)
+        if earlier is not None and facts is not None:
+            # its bootstrap row is written once per app_id: the new seed would go unrecorded
+            raise ValueError(
+                f"reseed=True: app_id {app_id!r} already recorded its bootstrap at {earlier} "
+                f"in {facts.text!r}; give the reseed a new app_id (and its stream a new "
+                "checkpoint)"
+            )
     loss = find_loss(options, position.lsn)
     if loss is not None:
         raise DataLossError(
