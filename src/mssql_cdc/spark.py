@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["delta_jars", "delta_package", "get_spark"]
+__all__ = ["SNAPSHOT_PARTITIONS", "delta_jars", "delta_package", "get_spark"]
 
 _log = logging.getLogger("mssql_cdc.spark")
 
@@ -101,6 +101,10 @@ def _delta_classpath() -> tuple[str, str]:
     return "spark.jars.packages", package
 
 
+#: ``spark.databricks.delta.snapshotPartitions`` of the local sessions :func:`get_spark` builds
+SNAPSHOT_PARTITIONS = 4
+
+
 def get_spark(
     app_name: str = "mssql-cdc",
     master: str = "local[*]",
@@ -118,7 +122,8 @@ def get_spark(
 
     Returns:
         The active session if there is one; with ``SPARK_REMOTE`` set, a Spark Connect session
-        to that server; otherwise a new local session whose SQL session time zone is UTC. Its
+        to that server; otherwise a new local session whose SQL session time zone is UTC and,
+        with Delta, whose table state is rebuilt in :data:`SNAPSHOT_PARTITIONS` partitions. Its
         Delta jars come from disk (:func:`delta_jars`) or, when there are none, from Maven
         Central through ``spark.jars.packages`` (:func:`delta_package`).
 
@@ -157,6 +162,10 @@ def get_spark(
                 "spark.sql.catalog.spark_catalog",
                 "org.apache.spark.sql.delta.catalog.DeltaCatalog",
             )
+            # Delta rebuilds a table's state from its log before every commit that carries a
+            # transaction id (each sink commit), in this many tasks per stage; the default of
+            # 50 is sized for tables of millions of files (docs/performance.md)
+            .config("spark.databricks.delta.snapshotPartitions", str(SNAPSHOT_PARTITIONS))
         )
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
