@@ -115,7 +115,8 @@ def test_chunked_snapshot_reads_every_key_once_while_the_table_changes(
     s = _Stream(spark, source, tmp_path, "dbo_k")
     s.run()
     opened = _events(spark, s.facts, "snapshot_open")
-    assert len(opened) == 1 and json.loads(opened[0]["detail"])["mode"] == "chunked"
+    assert len(opened) == 1
+    assert json.loads(opened[0]["detail"])["mode"] == "chunked"
     lsn = opened[0]["max_lsn"]
     assert not s.bronze.exists()  # nothing read: the stream had no change after S
     assert newest_snapshot(spark, str(s.bronze), str(s.facts)) is None  # open, not complete
@@ -124,9 +125,11 @@ def test_chunked_snapshot_reads_every_key_once_while_the_table_changes(
         first = s.backfill(chunk_rows=3, max_waves=1, target_wave_seconds=0)
     assert (first.state, first.chunks_done, first.chunks_planned) == ("in_progress", 2, 4)
     assert (first.rows_done, first.rows_estimated) == (6, 11)
-    assert first.eta_seconds is not None and first.eta_seconds > 0
+    assert first.eta_seconds is not None
+    assert first.eta_seconds > 0
     waves = [r.getMessage() for r in caplog.records if "backfill wave" in r.getMessage()]
-    assert any("started" in m for m in waves) and any("2 chunks, 6 rows" in m for m in waves)
+    assert any("started" in m for m in waves)
+    assert any("2 chunks, 6 rows" in m for m in waves)
 
     # changes between waves: in landed chunks, in chunks still to read, new keys, a delete
     source.sql(f"UPDATE dbo.k SET v = -1 WHERE {where(0)}")
@@ -154,8 +157,90 @@ def test_chunked_snapshot_reads_every_key_once_while_the_table_changes(
     assert len(_events(spark, s.facts, "snapshot_plan")) == 1
     chunks = _events(spark, s.facts, "snapshot_chunk")
     landed = {json.loads(c["detail"])["chunk"]: c["rows"] for c in chunks}
-    assert sorted(landed) == [0, 1, 2, 3] and sum(landed.values()) == len(snap)
+    assert sorted(landed) == [0, 1, 2, 3]
+    assert sum(landed.values()) == len(snap)
     assert newest_snapshot(spark, str(s.bronze), str(s.facts))["lsn"] == lsn
 
     s.run()  # the stream catches up: the latest image per key is the table
     assert _latest(spark, s.bronze, keys, columns) == _table(source, "k", columns)
+
+
+class _CrashError(RuntimeError):
+    pass
+
+
+def _crash_at(step: str):
+    def hook(at: str, last_chunk: int) -> None:
+        if at == step:
+            raise _CrashError(f"{at} of the wave ending at chunk {last_chunk}")
+
+    return hook
+
+
+def test_backfill_resumes_after_crashes_pauses_for_headroom_and_keeps_one_mode(
+    spark, source, tmp_path, monkeypatch, caplog
+):
+    source.sql(
+        "INSERT INTO dbo.orders VALUES " + ", ".join(f"({i}, N'n{i}', {i})" for i in range(10))
+    )
+    source.scan()
+    s = _Stream(spark, source, tmp_path, "dbo_orders")
+    with pytest.raises(ValueError, match="has no chunked snapshot"):
+        s.backfill()
+    with pytest.raises(ValueError, match="snapshot='chunked' needs facts_table"):
+        s.cdc.to_delta(str(s.bronze), "x", str(tmp_path / "x"), bootstrap=True, snapshot="chunked")
+    s.run()
+    source.sql("UPDATE dbo.orders SET qty = 100 WHERE id = 8")
+    source.scan()
+    s.run()  # a micro-batch facts row with the retention headroom
+
+    open_rule = "chunked snapshot of .* open .* one open snapshot per stream"
+    with pytest.raises(ValueError, match=open_rule):
+        s.cdc.snapshot(str(s.bronze), app_id=s.app_id, facts_table=str(s.facts))
+    copy = spark.createDataFrame([(1, "a", 1)], "id INT, name STRING, qty INT")
+    with pytest.raises(ValueError, match=open_rule):
+        s.cdc.seed(
+            str(s.bronze), copy, "0x00000000000000000001", app_id=s.app_id, facts_table=str(s.facts)
+        )
+    with pytest.raises(ValueError, match=open_rule):
+        s.cdc.to_delta(
+            str(s.bronze), s.app_id, str(s.cp), str(s.facts), bootstrap=True, snapshot="full"
+        )
+    with pytest.raises(ValueError, match="a second one would interleave"):
+        s.cdc.to_delta(
+            str(s.bronze),
+            "other",
+            str(tmp_path / "cp2"),
+            str(s.facts),
+            bootstrap=True,
+            snapshot="chunked",
+        )
+
+    paused = s.backfill(chunk_rows=3, min_headroom_hours=1e6)
+    assert (paused.state, paused.chunks_done, paused.chunks_planned) == ("paused", 0, 4)
+    assert "below min_headroom_hours=1e+06" in (paused.reason or "")
+
+    monkeypatch.setattr(backfill_module, "crash_point", _crash_at("after_append"))
+    with pytest.raises(_CrashError):
+        s.backfill(max_waves=1, min_headroom_hours=0)
+    assert _events(spark, s.facts, "snapshot_chunk") == []  # landed in bronze, not recorded
+    monkeypatch.setattr(backfill_module, "crash_point", _crash_at("before_append"))
+    with caplog.at_level(logging.INFO, logger="mssql_cdc"), pytest.raises(_CrashError):
+        s.backfill(max_waves=1)
+    assert any("without their facts rows" in r.getMessage() for r in caplog.records)
+    monkeypatch.setattr(backfill_module, "crash_point", None)
+    done = s.backfill()
+    assert (done.state, done.chunks_done, done.chunks_planned) == ("done", 4, 4)
+
+    snap = _bronze(spark, s.bronze).where("_operation = 0").collect()
+    assert sorted(r["id"] for r in snap) == list(range(10))  # each key once, none missing
+    chunks = sorted(
+        json.loads(c["detail"])["chunk"] for c in _events(spark, s.facts, "snapshot_chunk")
+    )
+    assert chunks == [0, 1, 2, 3]
+    assert [c["rows"] for c in _events(spark, s.facts, "bootstrap")] == [10]
+    assert len(_events(spark, s.facts, "snapshot_plan")) == 1
+    s.run()
+    assert _latest(spark, s.bronze, ["id"], ["id", "name", "qty"]) == _table(
+        source, "orders", ["id", "name", "qty"]
+    )

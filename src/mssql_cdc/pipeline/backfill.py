@@ -62,7 +62,7 @@ from mssql_cdc.types import BackfillStatus
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["BackfillArgs", "backfill", "check_backfill_args"]
+__all__ = ["BackfillArgs", "backfill", "check_backfill_args", "open_progress"]
 
 log = logging.getLogger("mssql_cdc.pipeline")
 
@@ -187,6 +187,21 @@ def _status(
         waves=waves,
         reason=reason,
     )
+
+
+def open_progress(spark: SparkSession, facts: TableRef) -> list[tuple[str, str, BackfillStatus]]:
+    """``(app_id, target, status)`` of every chunked snapshot the facts table holds open (the
+    progress ``mssql-cdc status`` shows): ``in_progress``, or ``paused`` before the plan."""
+    from mssql_cdc.sink import open_chunked_snapshots
+
+    out = []
+    for snap in open_chunked_snapshots(spark, facts):
+        plan = snap.plan or {"chunks": [], "rows": 0}
+        state = "in_progress" if snap.plan is not None else "paused"
+        reason = None if snap.plan is not None else "not planned yet: run backfill()"
+        status = _status(snap, plan, snap.chunks, state, waves=0, reason=reason)
+        out.append((snap.app_id, snap.target, status))
+    return out
 
 
 def _plan(run: _Run, snap: ChunkedSnapshot) -> dict[str, Any]:

@@ -67,6 +67,8 @@ class ChunkedSnapshot:
     plan: dict[str, Any] | None = None
     chunks: dict[int, ChunkFact] = field(default_factory=dict)
     complete: bool = False
+    #: the target as the ``snapshot_open`` row names it
+    target: str = ""
 
     @property
     def rows_done(self) -> int:
@@ -261,6 +263,7 @@ def chunked_snapshot(
         plan=plan,
         chunks=chunks,
         complete=complete,
+        target=str(newest["target"]),
     )
 
 
