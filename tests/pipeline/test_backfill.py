@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from mssql_cdc import BackfillStatus, newest_snapshot, stream
+from mssql_cdc import BackfillStatus, apply_changes, newest_snapshot, stream
 from mssql_cdc.pipeline import backfill as backfill_module
 
 ORDER = ["_start_lsn", "_command_id", "_seqval", "_operation"]
@@ -244,3 +244,17 @@ def test_backfill_resumes_after_crashes_pauses_for_headroom_and_keeps_one_mode(
     assert _latest(spark, s.bronze, ["id"], ["id", "name", "qty"]) == _table(
         source, "orders", ["id", "name", "qty"]
     )
+    # silver rebuilds from the completed chunked snapshot: its chunk rows are the snapshot's
+    silver = tmp_path / "silver"
+    result = apply_changes(
+        spark,
+        str(s.bronze),
+        str(silver),
+        capture_instance="dbo_orders",
+        keys=["id"],
+        control_table=str(tmp_path / "control"),
+        facts_table=str(s.facts),
+    )
+    assert result.rebuilt
+    rows = _bronze(spark, silver).select("id", "name", "qty").collect()
+    assert sorted(tuple(r) for r in rows) == _table(source, "orders", ["id", "name", "qty"])
