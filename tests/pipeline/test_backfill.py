@@ -222,7 +222,7 @@ def test_backfill_resumes_after_crashes_pauses_for_headroom_and_keeps_one_mode(
 
     monkeypatch.setattr(backfill_module, "crash_point", _crash_at("after_append"))
     with pytest.raises(_CrashError):
-        s.backfill(max_waves=1, min_headroom_hours=0)
+        s.backfill(max_waves=1)
     assert _events(spark, s.facts, "snapshot_chunk") == []  # landed in bronze, not recorded
     monkeypatch.setattr(backfill_module, "crash_point", _crash_at("before_append"))
     with caplog.at_level(logging.INFO, logger="mssql_cdc"), pytest.raises(_CrashError):
