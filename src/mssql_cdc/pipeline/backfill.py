@@ -353,10 +353,18 @@ def _headroom_pause(run: _Run, sink_id: str) -> str | None:
     return None
 
 
+def _default_parallelism(spark: SparkSession) -> int:
+    """Spark's default parallelism; 2 where the session has no SparkContext (Spark Connect)."""
+    try:
+        return max(int(spark.sparkContext.defaultParallelism), 1)
+    except Exception:  # Spark Connect: no SparkContext on the client
+        return 2
+
+
 def _wave_size(run: _Run, chunks: dict[int, ChunkFact]) -> int:
     """Chunks per wave: whole rounds of ``numPartitions`` chunks, as many rounds as
     ``target_wave_seconds`` holds at the last wave's pace (one round before a pace is known)."""
-    parts = run.options.num_partitions or max(run.spark.sparkContext.defaultParallelism, 1)
+    parts = run.options.num_partitions or _default_parallelism(run.spark)
     paced = [c for c in chunks.values() if c.wave_ms]
     if not paced or run.args.target_wave_seconds <= 0:
         return parts
