@@ -35,12 +35,13 @@ if TYPE_CHECKING:
     from mssql_cdc.silver import apply_changes
     from mssql_cdc.source.preflight import CheckItem, CheckReport, check
     from mssql_cdc.source.registration import register
-    from mssql_cdc.types import ApplyResult, Offset, OnDataLoss
+    from mssql_cdc.types import ApplyResult, BackfillStatus, Offset, OnDataLoss
 
     __version__: str
 
 __all__ = [
     "ApplyResult",
+    "BackfillStatus",
     "CdcStream",
     "CheckItem",
     "CheckReport",
@@ -69,6 +70,7 @@ __all__ = [
 #: where each public name lives
 _HOMES = {
     "ApplyResult": "mssql_cdc.types",
+    "BackfillStatus": "mssql_cdc.types",
     "apply_changes": "mssql_cdc.silver",
     "CdcStream": "mssql_cdc.pipeline",
     "await_all": "mssql_cdc.pipeline",

@@ -3,7 +3,8 @@
 * :class:`Offset`: a position in the change history, what ``snapshot()``, ``seed()`` and
   :func:`mssql_cdc.newest_snapshot` return and ``startingLsn`` takes (its ``lsn``);
 * :data:`OnDataLoss`: the values of ``to_delta(on_data_loss=...)``;
-* :class:`ApplyResult`: what :func:`mssql_cdc.apply_changes` did.
+* :class:`ApplyResult`: what :func:`mssql_cdc.apply_changes` did;
+* :class:`BackfillStatus`: where a chunked snapshot stands after ``CdcStream.backfill()``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, TypedDict
 
-__all__ = ["ON_DATA_LOSS", "ApplyResult", "Offset", "OnDataLoss", "ScdType"]
+__all__ = [
+    "BACKFILL_STATES",
+    "ON_DATA_LOSS",
+    "ApplyResult",
+    "BackfillState",
+    "BackfillStatus",
+    "Offset",
+    "OnDataLoss",
+    "ScdType",
+]
 
 
 class Offset(TypedDict):
@@ -60,3 +70,51 @@ class ApplyResult:
     inserted: int = 0
     updated: int = 0
     deleted: int = 0
+
+
+#: the values of :attr:`BackfillStatus.state`
+BackfillState = Literal["done", "paused", "in_progress"]
+
+#: the values of :data:`BackfillState`, in documentation order
+BACKFILL_STATES: tuple[BackfillState, ...] = ("done", "paused", "in_progress")
+
+
+@dataclass(frozen=True)
+class BackfillStatus:
+    """Where a chunked snapshot stands after one ``CdcStream.backfill()`` call.
+
+    Attributes:
+        state: ``"done"`` (every chunk landed and the ``bootstrap`` facts row closed the
+            snapshot: stop calling), ``"paused"`` (nothing more was read this call, see
+            ``reason``; call again later) or ``"in_progress"`` (``max_waves`` or
+            ``max_seconds`` ran out: call again).
+        snapshot_lsn: the snapshot's LSN S (downstream rebuilds from it once done).
+        chunks_done: chunks landed in bronze (over every call).
+        chunks_planned: chunks in the plan.
+        rows_done: rows of the landed chunks.
+        rows_estimated: rows counted when the plan was made.
+        eta_seconds: the time the remaining chunks take at the pace measured so far; ``0.0``
+            when done, ``None`` before any pace is known.
+        waves: waves this call read.
+        reason: why the call paused (``None`` otherwise).
+    """
+
+    state: BackfillState
+    snapshot_lsn: str
+    chunks_done: int
+    chunks_planned: int
+    rows_done: int
+    rows_estimated: int
+    eta_seconds: float | None
+    waves: int = 0
+    reason: str | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether the snapshot is complete."""
+        return self.state == "done"
+
+    @property
+    def paused(self) -> bool:
+        """Whether the call paused (see :attr:`reason`)."""
+        return self.state == "paused"

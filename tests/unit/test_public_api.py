@@ -10,6 +10,7 @@ from mssql_cdc import _native, errors
 
 PUBLIC = {
     "ApplyResult",
+    "BackfillStatus",
     "CdcStream",
     "CheckItem",
     "CheckReport",
@@ -80,3 +81,15 @@ def test_recovery_surface_is_typed():
     assert typing.get_args(mssql_cdc.OnDataLoss) == ON_DATA_LOSS == ("fail", "resnapshot")
     assert set(mssql_cdc.Offset.__annotations__) == {"lsn", "commit_ts"}
     assert mssql_cdc.newest_snapshot.__annotations__["return"] == "Offset | None"
+
+
+def test_backfill_surface_is_typed():
+    import typing
+
+    from mssql_cdc.types import BACKFILL_STATES, BackfillStatus
+
+    assert mssql_cdc.BackfillStatus is BackfillStatus
+    assert mssql_cdc.CdcStream.backfill.__annotations__["return"] == "BackfillStatus"
+    assert typing.get_args(typing.get_type_hints(BackfillStatus)["state"]) == BACKFILL_STATES
+    status = BackfillStatus("paused", "0x01", 1, 4, 3, 12, None, reason="headroom")
+    assert (status.paused, status.done) == (True, False)

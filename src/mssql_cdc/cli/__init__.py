@@ -155,11 +155,15 @@ def _status(args: argparse.Namespace) -> int:
             retention_hours=args.retention_hours,
             title=f"mssql-cdc status {args.facts}",
         )
+    from mssql_cdc.cli.snapshot_progress import progress_json, progress_text, read_progress
+
     streams, events = read()
     report = status_json(
         streams, events, thresholds=thresholds, retention_hours=args.retention_hours
     )
+    progress = read_progress(spark, args.facts)
     if args.json:
+        report["snapshots"] = progress_json(progress)
         print(json.dumps(report, indent=2))
     else:
         print(
@@ -167,6 +171,8 @@ def _status(args: argparse.Namespace) -> int:
                 streams, events, thresholds=thresholds, retention_hours=args.retention_hours
             )
         )
+        if progress:
+            print("\n" + progress_text(progress))
     return 0 if report["ok"] else BREACH_EXIT
 
 

@@ -203,6 +203,8 @@ class Recovery:
     resnapshot: bool
     interval_days: float
     snapshot_on_switch: bool = False
+    #: ``"full"`` or ``"chunked"``
+    snapshot: str = "full"
 
 
 def check_recovery(
@@ -212,8 +214,9 @@ def check_recovery(
     snapshot: object,
 ) -> Recovery:
     """``on_data_loss`` (``"fail"`` or ``"resnapshot"``), ``resnapshot_interval_days`` (a
-    finite number >= 0), ``snapshot_on_switch`` (``True`` or ``False``) and ``snapshot`` (only
-    ``"full"``: chunked snapshots are not built yet).
+    finite number >= 0), ``snapshot_on_switch`` (``True`` or ``False``) and ``snapshot``
+    (``"full"`` or ``"chunked"``; chunked re-snapshots after data loss are not built yet,
+    ADR 0160).
 
     Raises:
         TypeError: a value of the wrong type.
@@ -237,9 +240,17 @@ def check_recovery(
         )
     if snapshot not in ("full", "chunked"):
         raise ValueError(f"snapshot must be 'full' or 'chunked', got {snapshot!r}")
-    if snapshot == "chunked":
+    if snapshot == "chunked" and on_data_loss == "resnapshot":
         raise ValueError(
-            "snapshot='chunked' is not supported by this release; use snapshot='full', or "
-            "seed() from a copy for a table too big to read within the CDC retention"
+            "snapshot='chunked' with on_data_loss='resnapshot': chunked re-snapshots after data "
+            "loss are not supported by this release; use snapshot='full' for the automatic "
+            "re-snapshot, or seed() from a copy for a table too big to read within the CDC "
+            "retention"
         )
-    return Recovery(on_data_loss == "resnapshot", float(days), snapshot_on_switch)
+    if snapshot == "chunked" and snapshot_on_switch:
+        raise ValueError(
+            "snapshot='chunked' with snapshot_on_switch=True: the switch snapshot reads the "
+            "whole table inside one batch, which a chunked snapshot exists to avoid; pass one "
+            "of them"
+        )
+    return Recovery(on_data_loss == "resnapshot", float(days), snapshot_on_switch, str(snapshot))

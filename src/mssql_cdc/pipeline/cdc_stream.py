@@ -37,7 +37,7 @@ from mssql_cdc.sink import (
     table_ref,
 )
 from mssql_cdc.source import register
-from mssql_cdc.types import Offset, OnDataLoss
+from mssql_cdc.types import BackfillStatus, Offset, OnDataLoss
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -139,7 +139,12 @@ class CdcStream:
                 carry the new instance's columns; it reads the whole table inside that batch.
                 It learns of the switch from the reader's metrics files: needs a local or
                 Volume checkpoint or the ``metricsPath`` option.
-            snapshot: only ``"full"`` in this release (``"chunked"`` is refused).
+            snapshot: with ``bootstrap``: ``"full"`` (read the table before the query starts)
+                or ``"chunked"`` (only open the snapshot: record its LSN S in a
+                ``snapshot_open`` facts row and start the stream at S at once; then call
+                :meth:`backfill` until it returns ``done``). ``"chunked"`` needs
+                ``facts_table``; it is refused with ``on_data_loss="resnapshot"`` and with
+                ``snapshot_on_switch``.
 
         Returns:
             The started ``StreamingQuery``.
@@ -181,6 +186,12 @@ class CdcStream:
             )
         if recovery.resnapshot:
             self._check_resnapshot(location, facts_ref)
+        chunked = bootstrap and recovery.snapshot == "chunked"
+        if chunked and facts_ref is None:
+            raise ValueError(
+                "snapshot='chunked' needs facts_table: the snapshot_open, snapshot_plan and "
+                "snapshot_chunk facts rows are how backfill() resumes exactly where it stopped"
+            )
         generation = Generation(0, app, location, None)
         if not is_uri(location):
             generation = live_generation(location, app)
@@ -214,12 +225,9 @@ class CdcStream:
         if generation.starting_lsn is not None:  # generation n > 0 starts after its snapshot
             options["startingLsn"] = generation.starting_lsn
         elif bootstrap:
-            from mssql_cdc.pipeline.bootstrap import bootstrap as run_bootstrap
-
-            done = run_bootstrap(
-                self.spark, options, self._parsed, target=target_ref, app_id=app, facts=facts_ref
+            options["startingLsn"] = self._bootstrap(
+                options, target_ref, app, facts_ref, chunked=chunked
             )
-            options["startingLsn"] = done.snapshot_lsn
         writer = (
             self.spark.readStream.format("mssql_cdc")
             .options(**options)
@@ -242,6 +250,30 @@ class CdcStream:
             metrics,
         )
         return query
+
+    def _bootstrap(
+        self,
+        options: dict[str, str],
+        target: TableRef,
+        app_id: str,
+        facts: TableRef | None,
+        *,
+        chunked: bool,
+    ) -> str:
+        """The LSN a bootstrapping stream starts after: a chunked snapshot opened (or found),
+        or a full one taken (or found)."""
+        from mssql_cdc.pipeline.chunked import open_chunked, refuse_open_chunked
+
+        if chunked and facts is not None:
+            return open_chunked(self.spark, self._parsed, target=target, app_id=app_id, facts=facts)
+        from mssql_cdc.pipeline.bootstrap import bootstrap as run_bootstrap
+
+        what = "to_delta(bootstrap=True, snapshot='full')"
+        refuse_open_chunked(self.spark, facts, app_id, target, what)
+        done = run_bootstrap(
+            self.spark, options, self._parsed, target=target, app_id=app_id, facts=facts
+        )
+        return done.snapshot_lsn
 
     def _sink(  # noqa: PLR0917 (one call site)
         self,
@@ -325,11 +357,13 @@ class CdcStream:
             TypeError, ValueError: a bad argument (``facts_table`` without ``app_id``).
             PermissionError, SqlServerError: from the reads of SQL Server.
         """
+        from mssql_cdc.pipeline.chunked import refuse_open_chunked
         from mssql_cdc.pipeline.manual import take_manual_snapshot
 
         target_ref, app, facts_ref = self._snapshot_arguments(target, app_id, facts_table)
         if not isinstance(resnapshot, bool):
             raise TypeError(f"resnapshot must be True or False, got {type(resnapshot).__name__}")
+        refuse_open_chunked(self.spark, facts_ref, app, target_ref, "snapshot()")
         return take_manual_snapshot(
             self.spark,
             dict(self._options),
@@ -390,6 +424,9 @@ class CdcStream:
         for flag, value in (("allow_missing_columns", allow_missing_columns), ("reseed", reseed)):
             if not isinstance(value, bool):
                 raise TypeError(f"{flag} must be True or False, got {type(value).__name__}")
+        from mssql_cdc.pipeline.chunked import refuse_open_chunked
+
+        refuse_open_chunked(self.spark, facts_ref, app, target_ref, "seed()")
         return seed(
             self.spark,
             dict(self._options),
@@ -401,6 +438,68 @@ class CdcStream:
             facts=facts_ref,
             allow_missing_columns=allow_missing_columns,
             reseed=reseed,
+        )
+
+    def backfill(
+        self,
+        target: str,
+        *,
+        app_id: str,
+        facts_table: str,
+        chunk_rows: int | None = None,
+        max_waves: int | None = None,
+        max_seconds: float | None = None,
+        target_wave_seconds: float | None = None,
+        min_headroom_hours: float | None = None,
+        isolation: str | None = None,
+    ) -> BackfillStatus:
+        """Reads the stream's open chunked snapshot (``to_delta(..., bootstrap=True,
+        snapshot="chunked")``) in waves, next to the running stream, and returns where it
+        stands. Call it again (a scheduled task) until the state is ``"done"``; it resumes
+        exactly where it stopped, after any crash, never reading a landed chunk again.
+
+        Args:
+            target, app_id, facts_table: as given to ``to_delta``.
+            chunk_rows: rows per chunk (>= 1; default 1,000,000); only the first call, which
+                plans every chunk and records the plan, uses it.
+            max_waves: stop after this many waves (``None``: until done).
+            max_seconds: start no wave after this many seconds (``None``: until done).
+            target_wave_seconds: a wave's wanted length (>= 0; default 300): whole rounds of
+                ``numPartitions`` chunks, as many as fit at the last wave's pace; ``0``: one
+                round per wave.
+            min_headroom_hours: before each wave, pause while the stream's newest facts row
+                shows less CDC retention headroom (minus that row's age), or none yet.
+            isolation: ``"snapshot"`` or ``"readCommitted"`` (any case) for the planning and
+                chunk reads; ``None``: the stream's ``isolationLevel`` option.
+
+        Returns:
+            The :class:`~mssql_cdc.types.BackfillStatus`.
+
+        Raises:
+            TypeError, ValueError: a bad argument; no chunked snapshot of ``target`` opened by
+                ``app_id``'s stream; a key that changed since the plan.
+            PermissionError, SqlServerError: from the reads of SQL Server.
+        """
+        from mssql_cdc.pipeline.backfill import backfill, check_backfill_args
+
+        target_ref, app, facts_ref = sink_arguments(target, app_id, facts_table)
+        if facts_ref is None:
+            raise ValueError("backfill() needs facts_table: the chunked snapshot lives there")
+        args = check_backfill_args(
+            chunk_rows=chunk_rows,
+            max_waves=max_waves,
+            max_seconds=max_seconds,
+            target_wave_seconds=target_wave_seconds,
+            min_headroom_hours=min_headroom_hours,
+            isolation=isolation,
+        )
+        return backfill(
+            self.spark,
+            dict(self._options),
+            target=target_ref,
+            app_id=app,
+            facts=facts_ref,
+            args=args,
         )
 
     def _snapshot_arguments(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -33,7 +34,7 @@ from mssql_cdc.source import SnapshotPosition, format_utc
 from mssql_cdc.types import Offset
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = [
     "SnapshotKind",
@@ -43,6 +44,7 @@ __all__ = [
     "offset_of",
     "read_options",
     "snapshot_frame",
+    "snapshot_rows_condition",
     "take_snapshot",
 ]
 
@@ -184,6 +186,21 @@ def newest_snapshot(
     facts_ref = None if facts_table is None else table_ref(facts_table, "facts_table")
     found = newest_complete_snapshot(spark, table_ref(target, "target"), facts_ref)
     return None if found is None else offset_of(*found)
+
+
+def snapshot_rows_condition(columns: Sequence[str], lsn: str) -> Column:
+    """Which bronze rows are the snapshot ``lsn`` (one :func:`newest_complete_snapshot`
+    returned): the operation-0 rows whose ``coalesce(_snapshot, _start_lsn)`` is ``lsn``, a
+    chunked snapshot's chunk rows included (its ``_snapshot`` is ``lsn``; it is complete once
+    that LSN is returned, never before). ``columns``: bronze's columns."""
+    from pyspark.sql import functions as sf
+
+    stamp = (
+        sf.coalesce(sf.col("_snapshot"), sf.col("_start_lsn"))
+        if "_snapshot" in columns
+        else sf.col("_start_lsn")
+    )
+    return (sf.col("_operation") == 0) & (stamp == sf.lit(lsn))
 
 
 def newest_complete_snapshot(

@@ -114,15 +114,9 @@ def changes(
     else:
         picked = sf.lit(False)
     if snapshot is not None:
-        stamp = (
-            sf.coalesce(sf.col("_snapshot"), sf.col("_start_lsn"))
-            if "_snapshot" in bronze.columns
-            else sf.col("_start_lsn")
-        )
-        whole = sf.col("_operation") == 0
-        if "_chunk" in bronze.columns:
-            whole = whole & sf.col("_chunk").isNull()
-        picked = picked | (whole & (stamp == sf.lit(snapshot.lsn)))
+        from mssql_cdc.pipeline.snapshots import snapshot_rows_condition
+
+        picked = picked | snapshot_rows_condition(bronze.columns, snapshot.lsn)
     return bronze.where(picked)
 
 

@@ -18,7 +18,17 @@ per kind and a replay of any commit is skipped by Delta:
 * :func:`generation_app_id` (``<app_id>.g<n>``): the sink id of generation ``n`` > 0 (its
   micro-batches use the three ids above derived from it).
 
-``snapshot_open`` facts rows carry no ``txnAppId`` (each run that reads the table writes one).
+``snapshot_open`` facts rows of a full snapshot carry no ``txnAppId`` (each run that reads the
+table writes one). A chunked snapshot (docs/bootstrap.md#chunked-snapshots-and-backfill) opened
+at LSN ``S`` writes:
+
+* :func:`snapshots_app_id` (``<app_id>#snapshots``): its ``snapshot_open`` facts row,
+  ``txnVersion`` the generation (once per generation);
+* :func:`snapshot_plan_app_id` (``<app_id>#snapplan.<S>``): its ``snapshot_plan`` facts row,
+  ``txnVersion`` 0 (the plan is written once);
+* :func:`snapshot_chunks_app_id` (``<app_id>#snapchunks.<S>``): each wave's bronze append and
+  its ``snapshot_chunk`` facts rows, ``txnVersion`` the wave's last chunk number (chunks land
+  in plan order, so the version says which chunks landed).
 """
 
 from __future__ import annotations
@@ -31,6 +41,9 @@ __all__ = [
     "facts_app_id",
     "generation_app_id",
     "resnapshot_version",
+    "snapshot_chunks_app_id",
+    "snapshot_plan_app_id",
+    "snapshots_app_id",
     "switch_app_id",
 ]
 
@@ -74,3 +87,20 @@ def resnapshot_version(generation: int) -> int:
     if generation < 1:
         raise ValueError(f"a re-snapshot opens generation 1 or later, got {generation}")
     return generation
+
+
+def snapshots_app_id(app_id: str) -> str:
+    """``txnAppId`` of a chunked snapshot's ``snapshot_open`` facts row (version: generation)."""
+    return f"{app_id}#snapshots"
+
+
+def snapshot_plan_app_id(app_id: str, snapshot_lsn: str) -> str:
+    """``txnAppId`` of the ``snapshot_plan`` facts row of the chunked snapshot at
+    ``snapshot_lsn`` (version 0)."""
+    return f"{app_id}#snapplan.{snapshot_lsn}"
+
+
+def snapshot_chunks_app_id(app_id: str, snapshot_lsn: str) -> str:
+    """``txnAppId`` of the chunk appends to bronze and their ``snapshot_chunk`` facts rows of
+    the chunked snapshot at ``snapshot_lsn`` (version: the wave's last chunk number)."""
+    return f"{app_id}#snapchunks.{snapshot_lsn}"

@@ -35,6 +35,7 @@ __all__ = [
     "append_bronze",
     "batch_metadata",
     "change_history",
+    "chunk_rows",
     "clashing_columns",
     "column_mapping_error",
     "find_snapshot",
@@ -43,6 +44,7 @@ __all__ = [
     "snapshot_txn_version",
     "type_clash_error",
     "with_sink_columns",
+    "write_chunks",
     "write_snapshot",
 ]
 
@@ -176,6 +178,60 @@ def write_snapshot(
     )
 
 
+def write_chunks(
+    spark: SparkSession,
+    target: TableRef,
+    df: DataFrame,
+    *,
+    app_id: str,
+    snapshot_lsn: str,
+    capture_instance: str,
+    txn: tuple[str, int],
+    chunks: Sequence[int],
+) -> None:
+    """Appends a wave of a chunked snapshot (rows carrying their ``_chunk``) in one commit,
+    ``_snapshot`` = the snapshot's LSN, once per ``txn`` (``app_ids.snapshot_chunks_app_id``,
+    the wave's last chunk number)."""
+    from pyspark.sql import functions as sf
+
+    out = df.withColumn("_batch_id", sf.lit(None).cast("int")).withColumn(
+        "_snapshot", sf.lit(snapshot_lsn).cast("string")
+    )
+    meta = {
+        "app_id": app_id,
+        "event": "snapshot_chunk",
+        "snapshot_lsn": snapshot_lsn,
+        "capture_instance": capture_instance,
+        "chunks": list(chunks),
+    }
+    append_bronze(spark, target, out, txn=txn, metadata=json.dumps(meta))
+
+
+def chunk_rows(
+    spark: SparkSession, target: TableRef, snapshot_lsn: str, chunks: Sequence[int]
+) -> dict[int, int]:
+    """Rows per chunk of the chunked snapshot ``snapshot_lsn`` in the target, for ``chunks``
+    (0 for a chunk without rows)."""
+    from pyspark.sql import functions as sf
+
+    counts = dict.fromkeys(chunks, 0)
+    if not chunks or not target.exists(spark):
+        return counts
+    found = (
+        target.read(spark)
+        .where(
+            (sf.col("_operation") == 0)
+            & (sf.col("_snapshot") == snapshot_lsn)
+            & sf.col("_chunk").isin(*chunks)
+        )
+        .groupBy("_chunk")
+        .count()
+        .collect()
+    )
+    counts.update({int(r["_chunk"]): int(r["count"]) for r in found})
+    return counts
+
+
 def snapshot_txn_version(spark: SparkSession, target: TableRef, txn_app_id: str) -> int:
     """The last ``txnVersion`` of snapshot commits under ``txn_app_id`` in the target (``-1``
     for none, or no target)."""
@@ -250,6 +306,8 @@ def find_snapshot(
         if found is not None:
             return found, True
     df = target.read(spark)
+    if "_chunk" in df.columns:  # a chunked snapshot's rows are whole only once closed
+        df = df.where(sf.col("_chunk").isNull())
     if df.where(sf.col("_operation") == 0).limit(1).count() == 0:
         return None, False
     names = [name.lower() for name in instances()]

@@ -39,6 +39,7 @@ __all__ = [
     "metadata_json",
     "parse_utc",
     "resnapshot_row",
+    "snapshot_event_row",
     "snapshot_open_row",
     "utc_now",
 ]
@@ -296,11 +297,14 @@ def snapshot_open_row(
     generation: int = 0,
     lost_from_ts: datetime | None = None,
     lost_to_ts: datetime | None = None,
+    mode: str = "full",
+    extra: Mapping[str, Any] | None = None,
 ) -> tuple[Any, ...]:
-    """The ``snapshot_open`` row of a full snapshot, written before the table is read:
-    ``min_lsn`` = ``max_lsn`` = ``end_lsn`` = the snapshot LSN, ``rows`` 0, ``detail``
-    ``{"mode": "full", "kind": "bootstrap"|"resnapshot", "generation": n, "lost_from_ts",
-    "lost_to_ts"}`` (a re-snapshot also fills the ``lost_*`` columns)."""
+    """The ``snapshot_open`` row, written before the table is read: ``min_lsn`` = ``max_lsn``
+    = ``end_lsn`` = the snapshot LSN, ``rows`` 0, ``detail`` ``{"mode": "full"|"chunked",
+    "kind": "bootstrap"|"resnapshot", "generation": n, "lost_from_ts", "lost_to_ts"}`` plus
+    ``extra`` (a chunked snapshot's ``keys``); a re-snapshot also fills the ``lost_*``
+    columns."""
     values = _event(
         "snapshot_open",
         app_id=app_id,
@@ -312,13 +316,51 @@ def snapshot_open_row(
     values.update(lost_from_ts=lost_from_ts, lost_to_ts=lost_to_ts)
     values["detail"] = json.dumps(
         {
-            "mode": "full",
+            "mode": mode,
             "kind": kind,
             "generation": generation,
             "lost_from_ts": _iso(lost_from_ts),
             "lost_to_ts": _iso(lost_to_ts),
+            **(extra or {}),
         },
         sort_keys=True,
+    )
+    return _row(values)
+
+
+def snapshot_event_row(
+    event: str,
+    *,
+    app_id: str,
+    snapshot_lsn: str,
+    commit_ts: datetime | None,
+    target: str,
+    written_at: datetime,
+    detail: Mapping[str, Any],
+    rows: int = 0,
+    min_lsn: str | None = None,
+    max_lsn: str | None = None,
+    started_at: datetime | None = None,
+    duration_ms: int | None = None,
+) -> tuple[Any, ...]:
+    """A chunked snapshot's ``snapshot_plan`` or ``snapshot_chunk`` row: ``min_lsn`` /
+    ``max_lsn`` default to the snapshot LSN (a chunk gives its stamp and the server's
+    ``max_lsn`` after the read), ``end_lsn`` the snapshot LSN, ``detail`` as JSON."""
+    values = _event(
+        event,
+        app_id=app_id,
+        snapshot_lsn=snapshot_lsn,
+        commit_ts=commit_ts,
+        target=target,
+        written_at=written_at,
+    )
+    values.update(
+        rows=rows,
+        min_lsn=min_lsn or snapshot_lsn,
+        max_lsn=max_lsn or snapshot_lsn,
+        started_at=started_at,
+        duration_ms=duration_ms,
+        detail=json.dumps(dict(detail), sort_keys=True),
     )
     return _row(values)
 
@@ -337,10 +379,12 @@ def bootstrap_row(
     duration_ms: int | None,
     target: str,
     written_at: datetime,
+    detail: Mapping[str, Any] | None = None,
 ) -> tuple[Any, ...]:
     """The ``bootstrap`` row: the snapshot's ``rows`` (0 for an empty table, whose only trace
     it is), ``min_lsn`` = ``max_lsn`` = ``end_lsn`` = the snapshot LSN; ``started_at`` and
-    ``duration_ms`` of the read when this run took it (``None`` when a rerun repairs it)."""
+    ``duration_ms`` of the read when this run took it (``None`` when a rerun repairs it);
+    a chunked snapshot's ``detail`` ``{snapshot, chunks, rows, last_lsn}``."""
     values = _event(
         "bootstrap",
         app_id=app_id,
@@ -350,6 +394,8 @@ def bootstrap_row(
         written_at=written_at,
     )
     values.update(rows=rows, started_at=started_at, duration_ms=duration_ms)
+    if detail is not None:
+        values["detail"] = json.dumps(dict(detail), sort_keys=True)
     return _row(values)
 
 

@@ -117,10 +117,12 @@ def write_bootstrap(
     rows: int,
     started_at: datetime | None,
     duration_ms: int | None,
+    detail: dict[str, Any] | None = None,
 ) -> None:
     """Appends the ``bootstrap`` row once per app_id (``txnAppId`` ``<app_id>#events``,
-    ``txnVersion`` 0)."""
+    ``txnVersion`` 0); ``detail`` for a chunked snapshot's completion."""
     row = bootstrap_row(
+        detail=detail,
         app_id=app_id,
         snapshot_lsn=lsn,
         commit_ts=commit_ts,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from mssql_cdc.options import SourceOptions
 from mssql_cdc.source.catalog import schema_capture_instances
+from mssql_cdc.source.chunk_plan import ChunkPlan, chunk_key, plan_chunks
 from mssql_cdc.source.offsets import format_utc
 from mssql_cdc.source.positions import SnapshotPosition, seed_position, snapshot_position
 from mssql_cdc.source.registration import register
@@ -18,13 +19,16 @@ from mssql_cdc.source.retention import Loss, find_loss
 from mssql_cdc.source.tallies import SourceTallies, open_tallies
 
 __all__ = [
+    "ChunkPlan",
     "Loss",
     "SnapshotPosition",
     "SourceOptions",
     "SourceTallies",
+    "chunk_key",
     "find_loss",
     "format_utc",
     "open_tallies",
+    "plan_chunks",
     "register",
     "schema_capture_instances",
     "seed_position",

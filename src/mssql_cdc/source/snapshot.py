@@ -46,7 +46,15 @@ from mssql_cdc.source.sql import (
     table_name,
 )
 
-__all__ = ["int_ranges", "plan_snapshot", "read_snapshot", "session_setup"]
+__all__ = [
+    "Key",
+    "int_ranges",
+    "key_of",
+    "plan_snapshot",
+    "read_snapshot",
+    "session_setup",
+    "to_bound",
+]
 
 log = logging.getLogger("mssql_cdc.source.snapshot")
 
@@ -120,7 +128,7 @@ def to_bound(value: object, sql_type: str) -> Bound:  # noqa: PLR0911 (a dispatc
     return None
 
 
-def _key(keys: Sequence[str], captured: dict[str, CapturedColumn]) -> tuple[Key, str]:
+def key_of(keys: Sequence[str], captured: dict[str, CapturedColumn]) -> tuple[Key, str]:
     """``(column, declared type)`` per key column, or ``()`` and why it cannot be ranged."""
     if not keys:
         return (), "the table has no unique index CDC uses; set snapshotKeys"
@@ -220,7 +228,7 @@ def _plan(client: CdcClient, columns: list[Column], default_partitions: int) -> 
         for c in columns
         if c.name.lower() in captured and c.name.lower() in present
     )
-    key, why = _key(options.snapshot_keys or newest.index_columns, captured)
+    key, why = key_of(options.snapshot_keys or newest.index_columns, captured)
     chunks: list[tuple[int | None, Range]] = []
     if options.snapshot_chunks is not None:
         chunks = list(_chunk_ranges(options, key, why))

@@ -265,6 +265,11 @@ class Rewriter:
             return node
         if isinstance(node, (exp.Div, exp.Mod)):
             return self._divide(node)
+        if isinstance(node, (exp.GT, exp.GTE, exp.LT, exp.LTE)):
+            return self._guid_comparison(node)
+        if isinstance(node, exp.Ordered) and self._is_guid(node.this):
+            node.set("this", guid_order_key(node.this))
+            return node
         if isinstance(node, exp.ScopeResolution):  # hierarchyid::Parse(...), geography::...
             static = clr.static_call(node, self._args)
             if static is not None:
@@ -380,6 +385,22 @@ class Rewriter:
             ]
         )
         return _untag(guarded, t)
+
+    def _is_guid(self, node: object) -> bool:
+        if not isinstance(node, exp.Expression):
+            return False
+        t = node.meta.get("sqltype") or self._column_type(node)
+        return isinstance(t, SqlType) and t.name == "uniqueidentifier"
+
+    def _guid_comparison(self, node: exp.Expression) -> exp.Expression:
+        """``<``, ``<=``, ``>``, ``>=`` of ``uniqueidentifier`` values compare in SQL Server's
+        order (:func:`guid_order_key`); ``=`` and ``<>`` need no key."""
+        left, right = node.this, node.expression
+        if not (self._is_guid(left) or self._is_guid(right)):
+            return node
+        node.set("this", guid_order_key(left))
+        node.set("expression", guid_order_key(right))
+        return node
 
     def _divide(self, node: exp.Expression) -> exp.Expression:
         """``a / b`` and ``a % b``: integer operands give the truncated integer quotient
@@ -667,6 +688,42 @@ class Rewriter:
         if sub is None:
             raise unsupported(f"table-valued function {name}")
         return sub
+
+
+#: ``(start, length)`` in a GUID's text ``xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`` of each byte
+#: (or run of bytes) in the order SQL Server compares ``uniqueidentifier`` values: stored bytes
+#: 10-15, then 8-9, 6-7, 4-5, 0-3, where bytes 0-7 are stored little-endian per group (the
+#: text's groups of 4, 2 and 2 bytes reversed) ("Comparing GUID and uniqueidentifier Values",
+#: https://learn.microsoft.com/sql/connect/ado-net/sql/compare-guid-uniqueidentifier-values;
+#: ``System.Data.SqlTypes.SqlGuid`` compares the same way).
+GUID_ORDER = (
+    (25, 12),
+    (20, 4),
+    (17, 2),
+    (15, 2),
+    (12, 2),
+    (10, 2),
+    (7, 2),
+    (5, 2),
+    (3, 2),
+    (1, 2),
+)
+
+
+def guid_order_key(node: exp.Expression) -> exp.Expression:
+    """An expression whose text order is SQL Server's order of the ``uniqueidentifier``
+    ``node`` (:data:`GUID_ORDER` over its lower-case text; NULL stays NULL)."""
+    text = exp.Lower(this=exp.Cast(this=node.copy(), to=exp.DataType.build("VARCHAR")))
+    parts: list[exp.Expression] = [
+        exp.Substring(
+            this=text.copy(), start=exp.Literal.number(start), length=exp.Literal.number(n)
+        )
+        for start, n in GUID_ORDER
+    ]
+    key = parts[0]
+    for part in parts[1:]:
+        key = exp.DPipe(this=key, expression=part)
+    return exp.Paren(this=key)
 
 
 def _untag(node: exp.Expression, t: SqlType) -> exp.Expression:

@@ -1,0 +1,121 @@
+"""``to_delta(..., bootstrap=True, snapshot="chunked")``: opening a chunked snapshot, and the
+rule of one open snapshot per stream (docs/bootstrap.md#chunked-snapshots-and-backfill;
+ADR 0160).
+
+Runs on the driver, before the query starts. Opening records the snapshot LSN S
+(``sys.fn_cdc_get_max_lsn()``, as a full bootstrap does), checks the table has a key to cut
+by, and writes the ``snapshot_open`` facts row (mode ``chunked``, ``txnAppId``
+``<app_id>#snapshots``): nothing is read, the stream starts at S at once, and
+``CdcStream.backfill()`` reads the table in chunks next to it (:mod:`.backfill`). A rerun finds
+the open (or closed) snapshot and starts from the same S; a stream that already has a whole
+snapshot starts after it.
+
+:func:`refuse_open_chunked` is the mode rule the other snapshot entries apply: while a stream's
+chunked snapshot is open, no full snapshot, ``snapshot()`` or ``seed()`` may be taken for it,
+and no other stream may open a second chunked snapshot of the same target.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from mssql_cdc.options import ReaderOptions
+from mssql_cdc.sink import (
+    TableRef,
+    bootstrap_lsn,
+    chunked_snapshot,
+    open_chunked_snapshots,
+    write_chunked_open,
+)
+from mssql_cdc.source import chunk_key, snapshot_position
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["open_chunked", "refuse_open_chunked"]
+
+log = logging.getLogger("mssql_cdc.pipeline")
+
+
+def refuse_open_chunked(
+    spark: SparkSession, facts: TableRef | None, app_id: str | None, target: TableRef, what: str
+) -> None:
+    """Raises ``ValueError`` naming the open chunked snapshot when ``app_id`` has one open for
+    ``target``: ``what`` (a full bootstrap, ``snapshot()``, ``seed()``) may not run meanwhile.
+    Without a facts table or app_id nothing is known, so nothing is refused."""
+    if facts is None or app_id is None:
+        return
+    found = chunked_snapshot(spark, facts, app_id, target)
+    if found is None or found.complete:
+        return
+    raise ValueError(
+        f"{what}: the stream {app_id!r} has a chunked snapshot of {target.text} open (snapshot "
+        f"LSN {found.snapshot_lsn}, generation {found.generation}): one open snapshot per "
+        "stream. Finish it first: call CdcStream.backfill(target, app_id=..., "
+        "facts_table=...) until it returns state 'done'"
+    )
+
+
+def open_chunked(
+    spark: SparkSession,
+    options: ReaderOptions,
+    *,
+    target: TableRef,
+    app_id: str,
+    facts: TableRef,
+) -> str:
+    """Finds or opens the stream's chunked snapshot; returns the LSN the stream starts after.
+
+    Raises:
+        ValueError: another stream has a chunked snapshot of ``target`` open, or the table has
+            no key to cut by.
+    """
+    own = chunked_snapshot(spark, facts, app_id, target)
+    if own is not None:
+        state = "closed" if own.complete else "open"
+        log.info(
+            "%s: chunked snapshot of %s at %s already %s; reading nothing",
+            app_id,
+            target.text,
+            own.snapshot_lsn,
+            state,
+        )
+        return own.snapshot_lsn
+    whole = bootstrap_lsn(spark, facts, app_id, target)
+    if whole is not None:
+        log.info(
+            "%s: snapshot of %s at %s already taken; reading nothing", app_id, target.text, whole
+        )
+        return whole
+    others = [s for s in open_chunked_snapshots(spark, facts, target) if s.app_id != app_id]
+    if others:
+        other = others[0]
+        raise ValueError(
+            f"snapshot='chunked': the stream {other.app_id!r} has a chunked snapshot of "
+            f"{target.text} open (snapshot LSN {other.snapshot_lsn}, generation "
+            f"{other.generation}); a second one would interleave its chunks. Finish it with "
+            "backfill() first, or write this stream to another target"
+        )
+    key = chunk_key(options)
+    position = snapshot_position(options)
+    lsn = str(position.lsn)
+    write_chunked_open(
+        spark,
+        facts,
+        app_id=app_id,
+        snapshot_lsn=lsn,
+        commit_ts=position.commit_ts,
+        target=target,
+        keys=[name for name, _ in key],
+    )
+    log.info(
+        "%s: chunked snapshot of %s into %s opened at %s (key %s): the stream starts there, "
+        "backfill() reads the table",
+        app_id,
+        options.capture_instance,
+        target.text,
+        lsn,
+        ", ".join(name for name, _ in key),
+    )
+    return lsn

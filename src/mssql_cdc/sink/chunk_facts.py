@@ -1,0 +1,324 @@
+"""A chunked snapshot's facts rows on Delta: ``snapshot_open`` (mode ``chunked``),
+``snapshot_plan`` and ``snapshot_chunk``, written and read back (docs/bootstrap.md#chunked-
+snapshots-and-backfill; ADR 0160).
+
+Runs on the driver. Every write carries its ``(txnAppId, txnVersion)`` from ``app_ids``, so a
+rerun after a crash never writes a row twice: the open once per generation, the plan once per
+snapshot, the chunk rows of a wave once (version: the wave's last chunk number, the version
+its bronze append carries too). :func:`chunked_snapshot` reads back everything a ``backfill()``
+call and ``mssql-cdc status`` need.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from mssql_cdc.sink.app_ids import (
+    snapshot_chunks_app_id,
+    snapshot_plan_app_id,
+    snapshots_app_id,
+)
+from mssql_cdc.sink.facts import snapshot_event_row, snapshot_open_row, utc_now
+from mssql_cdc.sink.facts_table import append_facts
+from mssql_cdc.sink.tables import TableRef, same_table, table_ref
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "ChunkFact",
+    "ChunkedSnapshot",
+    "chunked_snapshot",
+    "newest_headroom",
+    "open_chunked_snapshots",
+    "write_chunked_open",
+    "write_snapshot_chunks",
+    "write_snapshot_plan",
+]
+
+
+@dataclass(frozen=True)
+class ChunkFact:
+    """One landed chunk: its number, rows, wave, the stamp it was read at (``min_lsn``), the
+    server's ``max_lsn`` after the read, and its wave's duration and chunk count (the pace)."""
+
+    chunk: int
+    rows: int
+    wave: int
+    stamp: str
+    max_lsn: str
+    wave_ms: int | None = None
+    wave_chunks: int = 1
+
+
+@dataclass(frozen=True)
+class ChunkedSnapshot:
+    """The newest chunked snapshot a stream opened for a target, as the facts record it."""
+
+    app_id: str
+    snapshot_lsn: str
+    commit_ts: datetime | None
+    generation: int
+    open_detail: dict[str, Any]
+    plan: dict[str, Any] | None = None
+    chunks: dict[int, ChunkFact] = field(default_factory=dict)
+    complete: bool = False
+    #: the target as the ``snapshot_open`` row names it
+    target: str = ""
+
+    @property
+    def rows_done(self) -> int:
+        """Rows of the landed chunks."""
+        return sum(c.rows for c in self.chunks.values())
+
+
+def write_chunked_open(
+    spark: SparkSession,
+    facts: TableRef,
+    *,
+    app_id: str,
+    snapshot_lsn: str,
+    commit_ts: datetime | None,
+    target: TableRef,
+    keys: Sequence[str],
+    generation: int = 0,
+) -> None:
+    """Appends the ``snapshot_open`` row of a chunked snapshot once per generation
+    (``<app_id>#snapshots``, version the generation)."""
+    row = snapshot_open_row(
+        app_id=app_id,
+        snapshot_lsn=snapshot_lsn,
+        commit_ts=commit_ts,
+        target=target.text,
+        written_at=utc_now(),
+        generation=generation,
+        mode="chunked",
+        extra={"keys": list(keys)},
+    )
+    meta = json.dumps({"app_id": app_id, "event": "snapshot_open", "snapshot_lsn": snapshot_lsn})
+    append_facts(spark, facts, [row], (snapshots_app_id(app_id), generation), meta)
+
+
+def write_snapshot_plan(
+    spark: SparkSession,
+    facts: TableRef,
+    *,
+    app_id: str,
+    snapshot_lsn: str,
+    commit_ts: datetime | None,
+    target: TableRef,
+    plan: dict[str, Any],
+    started_at: datetime,
+    duration_ms: int,
+) -> None:
+    """Appends the ``snapshot_plan`` row once (``<app_id>#snapplan.<S>``, version 0);
+    ``plan`` is its detail ``{snapshot, kind, keys, chunk_rows, rows, chunks}``."""
+    row = snapshot_event_row(
+        "snapshot_plan",
+        app_id=app_id,
+        snapshot_lsn=snapshot_lsn,
+        commit_ts=commit_ts,
+        target=target.text,
+        written_at=utc_now(),
+        detail=plan,
+        started_at=started_at,
+        duration_ms=duration_ms,
+    )
+    meta = json.dumps({"app_id": app_id, "event": "snapshot_plan", "snapshot_lsn": snapshot_lsn})
+    append_facts(spark, facts, [row], (snapshot_plan_app_id(app_id, snapshot_lsn), 0), meta)
+
+
+def write_snapshot_chunks(
+    spark: SparkSession,
+    facts: TableRef,
+    *,
+    app_id: str,
+    snapshot_lsn: str,
+    commit_ts: datetime | None,
+    target: TableRef,
+    chunks: Sequence[ChunkFact],
+    bounds: Sequence[tuple[Any, Any]],
+    last: int,
+    started_at: datetime | None,
+) -> None:
+    """Appends one ``snapshot_chunk`` row per chunk of a wave in one commit
+    (``<app_id>#snapchunks.<S>``, version the wave's last chunk number); ``bounds`` are the
+    plan's ``[lo, hi)`` per chunk number, ``last`` the plan's last chunk number."""
+    written = utc_now()
+    rows = [
+        snapshot_event_row(
+            "snapshot_chunk",
+            app_id=app_id,
+            snapshot_lsn=snapshot_lsn,
+            commit_ts=commit_ts,
+            target=target.text,
+            written_at=written,
+            detail={
+                "snapshot": snapshot_lsn,
+                "chunk": c.chunk,
+                "wave": c.wave,
+                "lo": bounds[c.chunk][0],
+                "hi": bounds[c.chunk][1],
+                "last": c.chunk == last,
+                "wave_chunks": c.wave_chunks,
+            },
+            rows=c.rows,
+            min_lsn=c.stamp,
+            max_lsn=c.max_lsn,
+            started_at=started_at,
+            duration_ms=c.wave_ms,
+        )
+        for c in chunks
+    ]
+    version = max(c.chunk for c in chunks)
+    meta = json.dumps({"app_id": app_id, "event": "snapshot_chunk", "snapshot_lsn": snapshot_lsn})
+    append_facts(spark, facts, rows, (snapshot_chunks_app_id(app_id, snapshot_lsn), version), meta)
+
+
+def _same_target(spark: SparkSession, text: object, target: TableRef) -> bool:
+    return isinstance(text, str) and same_table(spark, table_ref(text, "target"), target)
+
+
+def _json(text: object) -> dict[str, Any]:
+    try:
+        value = json.loads(str(text)) if text is not None else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def chunked_snapshot(
+    spark: SparkSession, facts: TableRef, app_id: str, target: TableRef
+) -> ChunkedSnapshot | None:
+    """The newest chunked snapshot ``app_id`` opened for ``target`` (in any spelling), with its
+    plan, landed chunks and whether a ``bootstrap``/``resnapshot`` row of the stream closes it;
+    ``None`` without one (or without a facts table)."""
+    from pyspark.sql import functions as sf
+
+    if not facts.exists(spark):
+        return None
+    events = ("snapshot_open", "snapshot_plan", "snapshot_chunk", "bootstrap", "resnapshot")
+    rows = [
+        r
+        for r in facts.read(spark)
+        .where(
+            sf.col("event").isin(*events)
+            & (sf.col("app_id") == app_id)
+            & sf.col("max_lsn").isNotNull()
+        )
+        .select(
+            "event",
+            "rows",
+            "min_lsn",
+            "max_lsn",
+            "max_commit_ts",
+            "duration_ms",
+            "detail",
+            "target",
+            "end_lsn",
+        )
+        .collect()
+        if _same_target(spark, r["target"], target)
+    ]
+    opens = [
+        r
+        for r in rows
+        if r["event"] == "snapshot_open" and _json(r["detail"]).get("mode") == "chunked"
+    ]
+    if not opens:
+        return None
+    newest = max(opens, key=lambda r: str(r["min_lsn"]))
+    lsn = str(newest["min_lsn"])
+    detail = _json(newest["detail"])
+    plan = None
+    chunks: dict[int, ChunkFact] = {}
+    complete = False
+    for r in rows:
+        info = _json(r["detail"])
+        if r["event"] == "snapshot_plan" and r["min_lsn"] == lsn:
+            plan = info
+        elif r["event"] == "snapshot_chunk" and info.get("snapshot") == lsn:
+            number = int(info["chunk"])
+            chunks[number] = ChunkFact(
+                chunk=number,
+                rows=int(r["rows"] or 0),
+                wave=int(info.get("wave") or 0),
+                stamp=str(r["min_lsn"]),
+                max_lsn=str(r["max_lsn"]),
+                wave_ms=None if r["duration_ms"] is None else int(r["duration_ms"]),
+                wave_chunks=int(info.get("wave_chunks") or 1),
+            )
+        elif r["event"] in ("bootstrap", "resnapshot") and str(r["max_lsn"]) >= lsn:
+            complete = True
+    return ChunkedSnapshot(
+        app_id=app_id,
+        snapshot_lsn=lsn,
+        commit_ts=newest["max_commit_ts"],
+        generation=int(detail.get("generation") or 0),
+        open_detail=detail,
+        plan=plan,
+        chunks=chunks,
+        complete=complete,
+        target=str(newest["target"]),
+    )
+
+
+def open_chunked_snapshots(
+    spark: SparkSession, facts: TableRef, target: TableRef | None = None
+) -> list[ChunkedSnapshot]:
+    """Every stream's newest chunked snapshot not closed yet (of ``target`` when given, in any
+    spelling), ordered by app_id."""
+    from pyspark.sql import functions as sf
+
+    if not facts.exists(spark):
+        return []
+    found = (
+        facts.read(spark)
+        .where(
+            (sf.col("event") == "snapshot_open")
+            & (sf.get_json_object("detail", "$.mode") == "chunked")
+        )
+        .select("app_id", "target")
+        .distinct()
+        .collect()
+    )
+    out = []
+    for r in sorted(found, key=lambda r: (str(r["app_id"]), str(r["target"]))):
+        if r["target"] is None or r["app_id"] is None:
+            continue
+        ref = table_ref(str(r["target"]), "target")
+        if target is not None and not same_table(spark, ref, target):
+            continue
+        snap = chunked_snapshot(spark, facts, str(r["app_id"]), ref)
+        if snap is not None and not snap.complete:
+            out.append(snap)
+    return out
+
+
+def newest_headroom(
+    spark: SparkSession, facts: TableRef, app_id: str
+) -> tuple[float, datetime] | None:
+    """The retention headroom (hours) of ``app_id``'s newest micro-batch row that has one, and
+    when that row was written; ``None`` without one (no metrics directory, or no batch yet)."""
+    from pyspark.sql import functions as sf
+
+    if not facts.exists(spark):
+        return None
+    row = (
+        facts.read(spark)
+        .where(
+            (sf.col("app_id") == app_id)
+            & sf.col("event").isNull()
+            & sf.col("retention_headroom_hours").isNotNull()
+        )
+        .orderBy(sf.col("batch_id").desc())
+        .select("retention_headroom_hours", "written_at")
+        .first()
+    )
+    if row is None:
+        return None
+    return float(row["retention_headroom_hours"]), row["written_at"]

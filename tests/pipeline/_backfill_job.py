@@ -1,0 +1,48 @@
+"""The backfill job of ``test_backfill_kill.py``, run in its own process group: one
+``CdcStream.backfill()`` call that SIGKILLs its whole process group (this Python driver, Spark's
+JVM and its Python workers) at one step of its first wave.
+
+Usage: ``python _backfill_job.py JOB.json`` where the JSON holds ``options``, ``bronze``,
+``facts``, ``app_id``, ``chunk_rows`` and ``step``: ``before_append`` (the wave is planned,
+nothing of it written) or ``after_append`` (its bronze append committed, its facts rows not).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+
+def main(job_file: str) -> int:
+    job = json.loads(Path(job_file).read_text())
+    from mssql_cdc import stream
+    from mssql_cdc.pipeline import backfill as backfill_module
+    from mssql_cdc.spark import get_spark
+
+    def crash(at: str, last_chunk: int) -> None:
+        if at == job["step"]:
+            sys.stdout.flush()
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    backfill_module.crash_point = crash
+    spark = get_spark(
+        "mssql-cdc-backfill-crash",
+        "local[2]",
+        config={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"},
+    )
+    stream(spark, job["options"]).backfill(
+        job["bronze"],
+        app_id=job["app_id"],
+        facts_table=job["facts"],
+        chunk_rows=job["chunk_rows"],
+        max_waves=1,
+    )
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,56 @@
+"""A backfill whose driver process group is SIGKILLed after a wave's bronze append (before its
+facts rows), then restarted: no chunk twice, none missing, one facts row per chunk. The run
+that goes to the end runs in the test's own Spark session (saves a JVM start)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from mssql_cdc import stream
+
+JOB = Path(__file__).with_name("_backfill_job.py")
+
+
+def test_backfill_killed_after_the_append_resumes_without_a_chunk_twice(spark, source, tmp_path):
+    source.sql(
+        "INSERT INTO dbo.orders VALUES " + ", ".join(f"({i}, N'n{i}', {i})" for i in range(7))
+    )
+    source.scan()
+    options = source.options(numPartitions="2")
+    bronze, facts = str(tmp_path / "bronze"), str(tmp_path / "facts")
+    cdc = stream(spark, options)
+    cdc.to_delta(
+        bronze,
+        app_id="killed",
+        checkpoint=str(tmp_path / "cp"),
+        facts_table=facts,
+        trigger={"availableNow": True},
+        bootstrap=True,
+        snapshot="chunked",
+    ).awaitTermination()
+    job = {"options": options, "bronze": bronze, "facts": facts, "app_id": "killed"}
+    job_file = tmp_path / "job.json"
+    job_file.write_text(json.dumps({**job, "chunk_rows": 2, "step": "after_append"}))
+    done = subprocess.run(
+        [sys.executable, str(JOB), str(job_file)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        start_new_session=True,
+        check=False,
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
+    landed = spark.read.format("delta").load(bronze).where("_operation = 0").count()
+    assert landed == 4  # chunks 0 and 1 (two rows each) in bronze, their facts rows not written
+
+    status = cdc.backfill(bronze, app_id="killed", facts_table=facts)
+    assert (status.state, status.chunks_done, status.chunks_planned) == ("done", 4, 4)
+    snap = spark.read.format("delta").load(bronze).where("_operation = 0").collect()
+    assert sorted(r["id"] for r in snap) == list(range(7))
+    chunks = spark.read.format("delta").load(facts).where("event = 'snapshot_chunk'").collect()
+    assert sorted(json.loads(c["detail"])["chunk"] for c in chunks) == [0, 1, 2, 3]
+    assert sorted(c["rows"] for c in chunks) == [1, 2, 2, 2]
