@@ -221,3 +221,52 @@ def test_repeated_capture_instances_leave_the_option_to_each_stream():
     args = build_parser().parse_args(argv)
     assert args.capture_instance == ["a", "b"]
     assert "captureInstance" not in options_from(args, {}, io.StringIO())
+
+
+def test_idle_streams_of_one_database_share_the_max_lsn_poll(spark, source, emulator, tmp_path):
+    """Two idle streams in one session send fewer ``max_lsn`` polls than they run triggers
+    (one per trigger without sharing, ADR 0170); each trigger is one progress event."""
+    import datetime as dt
+    import time
+
+    source.workload(1)
+    options = source.options()
+    del options["captureInstance"]
+    poll_text = "FROM cdc.lsn_time_mapping ORDER BY start_lsn DESC"
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")
+    try:
+        queries = start_many(
+            spark,
+            options,
+            ["dbo_orders", "dbo_other"],
+            target=str(tmp_path / "bronze" / "{ci}"),
+            app_id="idle-{ci}",
+            checkpoint=str(tmp_path / "chk" / "{ci}"),
+            trigger={"processingTime": "0.5 seconds"},
+        )
+    finally:
+        spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+
+    def triggers(since: float, until: float = float("inf")) -> int:
+        stamps = [
+            dt.datetime.fromisoformat(p.timestamp.replace("Z", "+00:00")).timestamp()
+            for q in queries.values()
+            for p in q.recentProgress
+        ]
+        return sum(1 for s in stamps if since <= s < until)
+
+    try:
+        for query in queries.values():
+            query.processAllAvailable()
+        polls0, since = emulator.statement_count(poll_text), time.time()
+        deadline = since + 120
+        while triggers(since) < 16 and time.time() < deadline:
+            time.sleep(0.2)  # progress events are not pushed to Python: look again
+        polls, until = emulator.statement_count(poll_text) - polls0, time.time()
+        ran = triggers(since, until)
+        assert ran >= 16
+        assert polls <= 0.75 * ran, (polls, ran)
+        assert all(q.isActive for q in queries.values())
+    finally:
+        stop_all(queries)
+        assert await_all(queries, timeout=120) == {}
