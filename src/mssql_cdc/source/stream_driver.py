@@ -18,6 +18,7 @@ from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.catalog import find_instance
 from mssql_cdc.source.client import CapturedColumn, CaptureInstance, CdcClient, Commit
 from mssql_cdc.source.clock import ServerClock
+from mssql_cdc.source.headroom import RetentionReader
 from mssql_cdc.source.max_lsn import SharedPoll
 from mssql_cdc.source.offsets import format_utc, make_offset, offset_lsn, offset_time, parse_utc
 from mssql_cdc.source.partitions import ChangeRange
@@ -71,6 +72,8 @@ class StreamPlanner:
         self.target: Commit | None = None
         #: the newest-commit poll, shared with the other streams of this source (ADR 0170)
         self.poll = SharedPoll(options)
+        #: the cleanup job's retention, for the facts' retention headroom (ADR 0171)
+        self.retention = RetentionReader(self.client)
 
     def close(self) -> None:
         self.client.close()
@@ -218,6 +221,7 @@ class StreamPlanner:
             high,
             self._captured,
         )
+        retention = self.retention.minutes() if self.options.metrics_path else None
         out = []
         for index, (name, lo, hi) in enumerate(ranges):
             types = self._column_types(name)
@@ -238,6 +242,7 @@ class StreamPlanner:
                     end_commit_ts=offset_time(end) if last else "",
                     zone=clock.zone or "",
                     offset_minutes=clock.offset_minutes,
+                    retention_minutes=retention if last else None,
                 )
             )
         return out
