@@ -66,7 +66,8 @@ def _tree(root: int) -> list[int]:
 
 
 def _usage(root: int) -> tuple[float, int]:
-    """CPU seconds (user + system) and resident bytes of ``root``'s process tree."""
+    """CPU seconds (user + system, ended children included) and resident bytes of ``root``'s
+    process tree."""
     cpu, rss = 0.0, 0
     for pid in _tree(root):
         try:
@@ -74,7 +75,9 @@ def _usage(root: int) -> tuple[float, int]:
             status = Path(f"/proc/{pid}/status").read_text()
         except OSError:
             continue
-        cpu += (int(fields[11]) + int(fields[12])) / TICKS
+        # utime + stime, and cutime + cstime: the CPU of children that ended and were waited
+        # for (a Python worker exiting would otherwise take its CPU out of the sum)
+        cpu += sum(int(f) for f in fields[11:15]) / TICKS
         for line in status.splitlines():
             if line.startswith("VmRSS:"):
                 rss += int(line.split()[1]) * 1024
