@@ -152,6 +152,54 @@ def test_other_sources_do_not_share(tmp_path):
     assert source_key(parse_options({**OPTIONS, "accessToken": "eyJ0"})) is None
 
 
+def test_when_other_streams_run_the_poller_waits_for_the_calls_of_the_same_trigger(
+    tmp_path, monkeypatch
+):
+    gathering, proceed = threading.Event(), threading.Event()
+
+    def gather(self: SharedPoll) -> None:  # the 50-ms wait, driven by the test
+        gathering.set()
+        assert proceed.wait(10)
+
+    monkeypatch.setattr(SharedPoll, "_gather", gather)
+    server = FakeServer()
+    a, b = (SharedPoll(parse_options(OPTIONS), tmp_path) for _ in range(2))
+    since = time.monotonic_ns()
+    a.newest(server.max_commit, since, None)
+    b.newest(server.max_commit, since, None)  # b took a's poll: other streams run
+    assert (server.calls, gathering.is_set()) == (1, False)
+    # the next trigger: a polls, but first waits; b's call arrives meanwhile and takes a's poll
+    server.newest = commit(6)
+    results: list[Commit | None] = []
+    first = threading.Thread(
+        target=lambda: results.append(a.newest(server.max_commit, time.monotonic_ns(), None))
+    )
+    first.start()
+    assert gathering.wait(10)
+    second = threading.Thread(
+        target=lambda: results.append(b.newest(server.max_commit, time.monotonic_ns(), None))
+    )
+    second.start()
+    proceed.set()
+    first.join(10)
+    second.join(10)
+    assert results == [commit(6)] * 2
+    assert server.calls == 2
+    assert b.shared == 2
+
+
+def test_a_lone_stream_never_waits(tmp_path, monkeypatch):
+    def gather(self: SharedPoll) -> None:
+        raise AssertionError("a lone stream waited")
+
+    monkeypatch.setattr(SharedPoll, "_gather", gather)
+    server = FakeServer()
+    alone = SharedPoll(parse_options(OPTIONS), tmp_path)
+    for _ in range(3):
+        assert alone.newest(server.max_commit, time.monotonic_ns(), None) == commit(5)
+    assert server.calls == 3
+
+
 # -- two readers of one database, against the server --------------------------------------------
 
 
@@ -174,23 +222,3 @@ def test_two_readers_of_one_database_send_one_max_lsn_query(source, emulator):
     assert after - before == 1
     a.stop()
     b.stop()
-
-
-def test_when_other_streams_run_the_poller_waits_for_the_calls_of_the_same_trigger(tmp_path):
-    server = FakeServer()
-    a, b = (SharedPoll(parse_options(OPTIONS), tmp_path) for _ in range(2))
-    since = time.monotonic_ns()
-    a.newest(server.max_commit, since, None)
-    b.newest(server.max_commit, since, None)  # b took a's poll: other streams run
-    assert server.calls == 1
-    # the next trigger: b's call arrives a little after a's, yet before a's poll starts
-    server.newest = commit(6)
-    results: list[Commit | None] = []
-    first = threading.Thread(
-        target=lambda: results.append(a.newest(server.max_commit, time.monotonic_ns(), None))
-    )
-    first.start()
-    results.append(b.newest(server.max_commit, time.monotonic_ns(), None))
-    first.join(10)
-    assert results == [commit(6)] * 2
-    assert server.calls == 2

@@ -180,11 +180,16 @@ class SharedPoll:
                 _write(record_path, replace(record, takers=record.takers + 1))
                 return record.newest
             if record is not None and (record.takers or record.pid != os.getpid()):
-                time.sleep(GATHER_S)  # other streams run: let this trigger's calls arrive
+                self._gather()
             started = time.monotonic_ns()
             newest = self._poll(poll)
             _write(record_path, PollRecord(started, _BOOT, newest, os.getpid()))
             return newest
+
+    def _gather(self) -> None:
+        """Other streams of the source run: let the calls of this trigger arrive (they wait on
+        the lock and take the poll that follows)."""
+        time.sleep(GATHER_S)
 
     def _poll(self, poll: Callable[[], Commit | None]) -> Commit | None:
         self.polled += 1
