@@ -11,8 +11,8 @@
 -- headroom_left_hours: the hours before cleanup deletes changes the stream has not read: the
 -- retention less the hours since the oldest change it may not have read (the newest change it
 -- read, or the row's write time when it was current), as mssql-cdc status --retention-hours
--- computes it. The facts column retention_headroom_hours is measured from the oldest change CDC
--- holds, which for a capture instance younger than the retention is the instance's age.
+-- computes it. The facts column retention_headroom_hours is the same figure as of the read,
+-- measured by the stream when its login can read the retention (NULL otherwise).
 WITH latest AS (
   SELECT app_id, max_by(struct(*), batch_id) AS f
   FROM IDENTIFIER(:facts)

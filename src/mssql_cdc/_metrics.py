@@ -61,6 +61,9 @@ class PartitionMetrics:
     retention_watermark_ts: str | None = None
     source_max_commit_ts: str | None = None
     capture_lag_seconds: float | None = None
+    #: hours before cleanup deletes the first change after the batch end (None: retention
+    #: unknown; mssql_cdc.source.headroom)
+    retention_headroom_hours: float | None = None
     warnings: list[str] = field(default_factory=list)
     written_at: float = field(default_factory=time.time)
 

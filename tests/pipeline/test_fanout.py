@@ -204,6 +204,11 @@ def test_the_command_line_streams_every_table_of_a_schema(
     assert main(argv) == 0
     for ci, n in (("dbo_orders", len(source.changes())), ("dbo_other", 1)):
         assert spark.read.format("delta").load(str(tmp_path / "b" / ci)).count() == n
+    # the progress off a terminal: one line per micro-batch that read changes, with Spark's
+    # count of rows read (the first batch of a new bronze table is read twice: docs/sink.md)
+    out = capsys.readouterr().out
+    assert "s-dbo_other: batch 0 read 2 rows (" in out
+    assert f"s-dbo_orders: batch 0 read {2 * len(source.changes())} rows (" in out
     # one name for several queries is refused before anything starts
     capsys.readouterr()
     assert main([*argv, "--query-name", "q"]) == 1
@@ -221,3 +226,52 @@ def test_repeated_capture_instances_leave_the_option_to_each_stream():
     args = build_parser().parse_args(argv)
     assert args.capture_instance == ["a", "b"]
     assert "captureInstance" not in options_from(args, {}, io.StringIO())
+
+
+def test_idle_streams_of_one_database_share_the_max_lsn_poll(spark, source, emulator, tmp_path):
+    """Two idle streams in one session send fewer ``max_lsn`` polls than they run triggers
+    (one per trigger without sharing, ADR 0170); each trigger is one progress event."""
+    import datetime as dt
+    import time
+
+    source.workload(1)
+    options = source.options()
+    del options["captureInstance"]
+    poll_text = "FROM cdc.lsn_time_mapping ORDER BY start_lsn DESC"
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")
+    try:
+        queries = start_many(
+            spark,
+            options,
+            ["dbo_orders", "dbo_other"],
+            target=str(tmp_path / "bronze" / "{ci}"),
+            app_id="idle-{ci}",
+            checkpoint=str(tmp_path / "chk" / "{ci}"),
+            trigger={"processingTime": "0.5 seconds"},
+        )
+    finally:
+        spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+
+    def triggers(since: float, until: float = float("inf")) -> int:
+        stamps = [
+            dt.datetime.fromisoformat(p.timestamp.replace("Z", "+00:00")).timestamp()
+            for q in queries.values()
+            for p in q.recentProgress
+        ]
+        return sum(1 for s in stamps if since <= s < until)
+
+    try:
+        for query in queries.values():
+            query.processAllAvailable()
+        polls0, since = emulator.statement_count(poll_text), time.time()
+        deadline = since + 120
+        while triggers(since) < 16 and time.time() < deadline:
+            time.sleep(0.2)  # progress events are not pushed to Python: look again
+        polls, until = emulator.statement_count(poll_text) - polls0, time.time()
+        ran = triggers(since, until)
+        assert ran >= 16
+        assert polls <= 0.75 * ran, (polls, ran)
+        assert all(q.isActive for q in queries.values())
+    finally:
+        stop_all(queries)
+        assert await_all(queries, timeout=120) == {}

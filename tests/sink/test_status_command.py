@@ -28,6 +28,7 @@ def _metrics() -> list[PartitionMetrics]:
             end_lsn=lsn(3),
             end_commit_ts=end.isoformat() + "Z",
             retention_watermark_ts=(end - timedelta(hours=72)).isoformat() + "Z",
+            retention_headroom_hours=72.0,  # the reader's figure (ADR 0171)
             source_max_commit_ts=(end + timedelta(seconds=10)).isoformat() + "Z",
             capture_lag_seconds=4.0,
         )

@@ -6,14 +6,14 @@ table, or JSON (``--json``), or a live view that refreshes (``--watch``, with ``
 Thresholds (:class:`Thresholds`) turn figures into breaches; any breach makes the exit code
 :data:`BREACH_EXIT` so a scheduler can alert on it.
 
-Retention headroom: the facts column is ``end_commit_ts - retention_watermark_ts``, the time
-the oldest change CDC still holds has over the newest change read. Once cleanup deletes
-changes (the watermark about one retention period old) that is the time left before changes
-the stream has not read are deleted; but while a capture instance is younger than the
-retention period nothing was deleted yet, and the column is the instance's age (0 h for a new
-one). Given the cleanup job's retention period (``--retention-hours``; ``mssql-cdc check``
-prints it), :func:`headroom_hours` computes what the figure is meant to say in both cases:
-the retention less the hours since the newest change read was committed.
+Retention headroom: the facts column is the hours, as of the batch's read, before cleanup
+deletes the first change after the batch's end, measured by the stream from the cleanup job's
+retention; NULL when the stream's login cannot read the retention, and, in rows written by
+earlier versions, ``end_commit_ts - retention_watermark_ts`` (the instance's age while it is
+younger than the retention period). Given the retention period (``--retention-hours``;
+``mssql-cdc check`` prints it), :func:`headroom_hours` computes it as of now from the row's
+times, whatever wrote the row; without, it is the column less the hours since the row was
+written.
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ BREACH_EXIT = 3
 DEFAULT_RETENTION_HOURS = 72.0
 #: the footnote under the text table when the retention period is not given
 HEADROOM_NOTE = (
-    "headroom: hours from the oldest change CDC holds to the newest change read, less the "
-    "hours since; while a capture instance is younger than the retention period this is its "
-    "age, not a shortage: give --retention-hours for the hours left before unread changes are "
-    "deleted"
+    "headroom: the facts figure less the hours since the row; empty when the stream's login "
+    "cannot read the cleanup job's retention, and in rows of earlier versions the capture "
+    "instance's age while it is younger than the retention period: give --retention-hours for "
+    "the hours left before unread changes are deleted"
 )
 
 

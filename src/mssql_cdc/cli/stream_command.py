@@ -4,7 +4,9 @@ Builds the data source options from the arguments, takes the password from an en
 variable (or a prompt on a terminal) so it never appears in ``argv``, a log or an error, then
 runs ``stream(spark, options).to_delta(...)`` on ``get_spark()``'s session and waits for the
 query: an ``availableNow`` or ``once`` run returns when caught up, other triggers run until
-interrupted (Ctrl-C stops the query cleanly).
+interrupted (Ctrl-C stops the query cleanly). While the queries run it shows their progress
+(:mod:`mssql_cdc.cli.progress`): a refreshing panel on a terminal, one line per micro-batch
+otherwise; ``--no-progress`` turns it off.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TextIO
 
+from mssql_cdc.cli.progress import follow
 from mssql_cdc.connection_string import has_password
 from mssql_cdc.pipeline.arguments import check_trigger
 
@@ -74,6 +77,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--bootstrap", action="store_true", help="load the table's rows first")
     parser.add_argument("--query-name", help="query name (default: the app id)")
+    parser.add_argument(
+        "--no-progress",
+        dest="progress",
+        action="store_false",
+        help="do not show the live progress (a refreshing panel on a terminal, with rich; one "
+        "line per micro-batch that read changes otherwise)",
+    )
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
@@ -256,7 +266,8 @@ def _run_one(
     ci = args.capture_instance[0]
     print(f"{query.name}: streaming {ci} into {args.target}", file=out)
     try:
-        query.awaitTermination()
+        with follow({ci: query}, out, enabled=_progress(args)):
+            query.awaitTermination()
     except KeyboardInterrupt:
         print(f"{query.name}: stopping", file=out)
         query.stop()
@@ -295,7 +306,8 @@ def _run_many(
     for ci, query in queries.items():
         print(f"{query.name}: streaming {ci}", file=out)
     try:
-        failures = await_all(queries)
+        with follow(queries, out, enabled=_progress(args)):
+            failures = await_all(queries)
     except KeyboardInterrupt:
         print(f"stopping {len(queries)} queries", file=out)
         stop_all(queries)
@@ -306,6 +318,10 @@ def _run_many(
         else:
             print(f"{query.name}: {_summary(query)}", file=out)
     return 1 if failures else 0
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    return bool(getattr(args, "progress", True))
 
 
 def _first_line(exc: BaseException) -> str:

@@ -276,6 +276,11 @@ class Emulator:
         connection; an RPC packet counts once however many calls it holds)."""
         return self.server.request_count
 
+    def statement_count(self, fragment: str) -> int:
+        """How many SQL batches and ``sp_executesql`` statements containing ``fragment`` the
+        server was sent since it started (every connection)."""
+        return sum(n for text, n in self.server.statement_counts.items() if fragment in text)
+
     def inject_fault(self, kind: str, **options: object) -> Fault | None:
         """Arm a fault by name: ``drop_connection`` (``at=...``), ``deadlock_victim``,
         ``fail_statement`` (``number=``, ``message=``),

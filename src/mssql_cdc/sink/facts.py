@@ -138,8 +138,9 @@ def fold_metrics(parts: Sequence[PartitionMetrics]) -> FoldedMetrics:
     Median round trip; summed read seconds, megabytes and network wait (``None`` when a
     partition could not measure its wait); the last partition's (greatest ``to_lsn`` among those
     marked ``last``) end position, retention watermark and source max commit; the largest
-    capture lag; headroom = end commit - watermark in hours; ingestion lag = source max commit -
-    end commit in seconds; warnings of every partition, each once, in order.
+    capture lag; the last partition's retention headroom (measured by the reader from the
+    cleanup job's retention, mssql_cdc.source.headroom; ``None`` without it); ingestion lag =
+    source max commit - end commit in seconds; warnings of every partition, each once, in order.
     """
     folded = FoldedMetrics()
     if not parts:
@@ -165,9 +166,7 @@ def fold_metrics(parts: Sequence[PartitionMetrics]) -> FoldedMetrics:
         folded.end_commit_ts = parse_utc(last.end_commit_ts)
         folded.retention_watermark_ts = parse_utc(last.retention_watermark_ts)
         folded.source_max_commit_ts = parse_utc(last.source_max_commit_ts)
-        folded.retention_headroom_hours = _hours(
-            folded.end_commit_ts, folded.retention_watermark_ts
-        )
+        folded.retention_headroom_hours = last.retention_headroom_hours
         lag_hours = _hours(folded.source_max_commit_ts, folded.end_commit_ts)
         folded.ingestion_lag_seconds = None if lag_hours is None else lag_hours * 3600.0
     return folded

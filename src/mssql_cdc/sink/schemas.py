@@ -198,8 +198,9 @@ FACTS_COLUMNS: list[tuple[str, str, str]] = [
     (
         "retention_headroom_hours",
         "DOUBLE",
-        "Hours from the retention watermark to end_commit_ts: about the retention period when "
-        "current, 0 when the next changes are being purged.",
+        "Hours, from the read, before CDC cleanup deletes the first change after end_commit_ts: "
+        "the cleanup job's retention when current, 0 when unread changes are being purged; NULL "
+        "when the login cannot read the retention (sys.sp_cdc_help_jobs needs db_owner).",
     ),
     (
         "event",

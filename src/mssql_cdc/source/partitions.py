@@ -31,6 +31,8 @@ class ChangeRange(InputPartition):
     #: the server clock: IANA zone name, or "" with ``offset_minutes``
     zone: str = ""
     offset_minutes: int = 0
+    #: the cleanup job's retention in minutes (last range only; ``None``: unknown)
+    retention_minutes: int | None = None
 
 
 #: a key bound value as pickled to executors: integers, bits and binary as they are, other key

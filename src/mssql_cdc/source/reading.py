@@ -21,6 +21,7 @@ from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.arrow import cast_to, constant, lsn_text
 from mssql_cdc.source.client import PERMISSION_DENIED, CdcClient, permission_error
 from mssql_cdc.source.clock import ServerClock
+from mssql_cdc.source.headroom import headroom_hours
 from mssql_cdc.source.offsets import format_utc, parse_utc
 from mssql_cdc.source.partitions import ChangeRange
 from mssql_cdc.source.retention import data_loss_error, is_gone, record_skip
@@ -204,11 +205,14 @@ def _write_metrics(  # noqa: PLR0917 (one call site)
             if oldest is not None:
                 metrics.retention_watermark_ts = format_utc(clock.to_utc(oldest.local_time))
             newest = client.max_commit()
-            if newest is not None:
-                newest_utc = clock.to_utc(newest.local_time)
+            now = client.server_utc()
+            newest_utc = None if newest is None else clock.to_utc(newest.local_time)
+            if newest_utc is not None:
                 metrics.source_max_commit_ts = format_utc(newest_utc)
-                lag = (client.server_utc() - newest_utc).total_seconds()
-                metrics.capture_lag_seconds = max(lag, 0.0)
+                metrics.capture_lag_seconds = max((now - newest_utc).total_seconds(), 0.0)
+            metrics.retention_headroom_hours = headroom_hours(
+                part.retention_minutes, now, parse_utc(part.end_commit_ts), newest_utc
+            )
         metrics_dir(options.metrics_path).write_partition(metrics)
     except (SqlServerError, OSError, ValueError) as exc:
         log.warning(

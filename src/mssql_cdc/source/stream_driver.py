@@ -8,6 +8,7 @@ method is one driver-side call Spark makes, retried as a whole.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -17,6 +18,8 @@ from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.catalog import find_instance
 from mssql_cdc.source.client import CapturedColumn, CaptureInstance, CdcClient, Commit
 from mssql_cdc.source.clock import ServerClock
+from mssql_cdc.source.headroom import RetentionReader
+from mssql_cdc.source.max_lsn import SharedPoll
 from mssql_cdc.source.offsets import format_utc, make_offset, offset_lsn, offset_time, parse_utc
 from mssql_cdc.source.partitions import ChangeRange
 from mssql_cdc.source.planning import (
@@ -67,6 +70,10 @@ class StreamPlanner:
         self._table: tuple[str, str] | None = None
         self.seen = _Batch()
         self.target: Commit | None = None
+        #: the newest-commit poll, shared with the other streams of this source (ADR 0170)
+        self.poll = SharedPoll(options)
+        #: the cleanup job's retention, for the facts' retention headroom (ADR 0171)
+        self.retention = RetentionReader(self.client)
 
     def close(self) -> None:
         self.client.close()
@@ -117,12 +124,14 @@ class StreamPlanner:
 
     def latest_offset(self, start: dict[str, str], max_commits: int | None) -> dict[str, str]:
         """The end of the next batch: after ``start``, at most ``max_commits`` commits, never
-        past ``sys.fn_cdc_get_max_lsn()`` (nor the availableNow target). One query when idle.
+        past ``sys.fn_cdc_get_max_lsn()`` (nor the availableNow target). One query when idle,
+        or none when another stream of the same source polled since this call began.
         """
+        since = time.monotonic_ns()
 
         def call() -> dict[str, str]:
             begin = offset_lsn(start)
-            newest = self.client.max_commit()
+            newest = self._newest(since)
             self.seen.newest = newest
             cap = newest
             if self.target is not None and (cap is None or self.target.lsn < cap.lsn):
@@ -145,10 +154,18 @@ class StreamPlanner:
     def prepare_available_now(self) -> None:
         """Record ``max_lsn`` now as the end of an availableNow run."""
 
+        since = time.monotonic_ns()
+
         def call() -> None:
-            self.target = self.client.max_commit()
+            self.target = self._newest(since)
 
         self._retry("prepareForTriggerAvailableNow", call)
+
+    def _newest(self, since_ns: int) -> Commit | None:
+        """``max_lsn``'s commit from a poll started at or after ``since_ns`` and not older than
+        what this stream saw (:mod:`mssql_cdc.source.max_lsn`)."""
+        seen = self.seen.newest
+        return self.poll.newest(self.client.max_commit, since_ns, seen.lsn if seen else None)
 
     # --- planning ---
 
@@ -204,6 +221,7 @@ class StreamPlanner:
             high,
             self._captured,
         )
+        retention = self.retention.minutes() if self.options.metrics_path else None
         out = []
         for index, (name, lo, hi) in enumerate(ranges):
             types = self._column_types(name)
@@ -224,6 +242,7 @@ class StreamPlanner:
                     end_commit_ts=offset_time(end) if last else "",
                     zone=clock.zone or "",
                     offset_minutes=clock.offset_minutes,
+                    retention_minutes=retention if last else None,
                 )
             )
         return out

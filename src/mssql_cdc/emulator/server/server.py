@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import time
 
@@ -46,6 +47,9 @@ class EmulatorServer:
         self.response_delay = 0.0
         #: SQL batches and RPC requests served since the start (for idle-cost measurements)
         self.request_count = 0
+        #: how often each SQL text was sent (batches, and ``sp_executesql`` statements), for
+        #: tests and benchmarks that count one kind of query
+        self.statement_counts: collections.Counter[str] = collections.Counter()
         #: seconds a client may stall inside a packet (or before login) before it is closed
         self.read_timeout = READ_TIMEOUT
         #: Entra ID access tokens the server accepts (FEDAUTH), mapped to the login they stand for

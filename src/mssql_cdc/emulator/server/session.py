@@ -300,6 +300,7 @@ class Session:
                 self.server.request_count += 1
             if msg.type == PacketType.SQL_BATCH:
                 text = parse_batch(msg.payload)
+                self.server.statement_counts[text] += 1
                 outcome = await asyncio.to_thread(executor.run_batch, text)
                 await self._reply(channel, outcome, render(outcome, nocount=executor.nocount))
             elif msg.type == PacketType.RPC:
@@ -307,6 +308,8 @@ class Session:
                 payload = b""
                 merged = BatchOutcome([])
                 for call in calls:
+                    if call.params and isinstance(call.params[0].value, str):
+                        self.server.statement_counts[call.params[0].value] += 1
                     outcome = await asyncio.to_thread(self._rpc, executor, call)
                     merged.results.extend(outcome.results)
                     payload += render(outcome, rpc=True, nocount=executor.nocount)

@@ -1,0 +1,106 @@
+"""The facts' retention headroom, measured by the reader from the cleanup job's retention
+(mssql_cdc.source.headroom): the hours before cleanup deletes the first unread change, the whole
+retention for a current stream, NULL when the login cannot read the retention, never the
+capture instance's age."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from mssql_cdc._metrics import PartitionMetrics
+from mssql_cdc.errors import SqlServerError
+from mssql_cdc.sink.facts import fold_metrics
+from mssql_cdc.source.headroom import RetentionReader, headroom_hours
+
+NOW = dt.datetime(2026, 3, 1, 12, 0, 0)
+
+
+def test_headroom_is_the_retention_less_the_age_of_the_batch_end():
+    end = NOW - dt.timedelta(hours=10)
+    newest = NOW - dt.timedelta(minutes=1)
+    assert headroom_hours(4320, NOW, end, newest) == pytest.approx(62.0)
+    # current: the first unread change is not committed yet
+    assert headroom_hours(4320, NOW, end, end) == 72.0
+    assert headroom_hours(60, NOW, NOW - dt.timedelta(hours=3), NOW) == pytest.approx(-2.0)
+    # unknown retention or batch end: no figure
+    assert headroom_hours(None, NOW, end, newest) is None
+    assert headroom_hours(4320, NOW, None, newest) is None
+
+
+def test_the_facts_take_the_readers_figure_not_the_watermark():
+    """A capture instance created an hour ago: the watermark is an hour old. The facts used to
+    say 1 h (the instance's age); the headroom is the retention."""
+    part = PartitionMetrics(
+        from_lsn="0x" + "0" * 20,
+        to_lsn="0x" + "0" * 19 + "1",
+        rows=3,
+        last=True,
+        end_commit_ts="2026-03-01T12:00:00.000Z",
+        retention_watermark_ts="2026-03-01T11:00:00.000Z",
+        source_max_commit_ts="2026-03-01T12:00:00.000Z",
+        retention_headroom_hours=72.0,
+    )
+    assert fold_metrics([part]).retention_headroom_hours == 72.0
+    part.retention_headroom_hours = None  # the login could not read the retention
+    assert fold_metrics([part]).retention_headroom_hours is None
+
+
+class FakeClient:
+    def __init__(self, rows=None, error=None):
+        self.rows, self.error, self.calls = rows, error, 0
+
+    def table(self, sql):
+        self.calls += 1
+        assert sql == "EXEC sys.sp_cdc_help_jobs"
+        if self.error:
+            raise self.error
+
+        rows = self.rows
+
+        class Result:
+            def to_pylist(self):
+                return rows
+
+        return Result()
+
+
+def test_the_retention_is_read_once_an_hour_and_a_refusal_means_unknown(caplog):
+    client = FakeClient(
+        [{"job_type": "capture", "retention": None}, {"job_type": "cleanup", "retention": 4320}]
+    )
+    reader = RetentionReader(client)  # type: ignore[arg-type]
+    assert reader.minutes() == 4320
+    assert reader.minutes() == 4320
+    assert client.calls == 1
+    refused = FakeClient(error=SqlServerError("The EXECUTE permission was denied"))
+    reader = RetentionReader(refused, refresh_s=0)  # type: ignore[arg-type]
+    with caplog.at_level("INFO", logger="mssql_cdc.source"):
+        assert reader.minutes() is None
+        assert reader.minutes() is None
+    assert refused.calls == 2
+    said = [r for r in caplog.records if "retention_headroom_hours stays NULL" in r.getMessage()]
+    assert len(said) == 1
+
+
+def test_a_stream_reading_as_db_owner_records_the_retention_headroom(source, tmp_path):
+    """End to end without Spark: plan and read one batch with a metrics directory; the metrics
+    file holds the headroom measured from the emulator's cleanup job (72 h by default)."""
+    from test_reader_server import latest, reader
+
+    from mssql_cdc._metrics import metrics_dir
+    from mssql_cdc.source.reading import read_changes
+
+    r = reader(source, startingLsn="latest", metricsPath=str(tmp_path / "m"))
+    start = r.initialOffset()
+    source.sql("INSERT INTO dbo.orders VALUES (1, N'a', 1)")
+    source.scan()
+    end = latest(r, start)
+    parts = r.partitions(start, end)
+    assert parts[-1].retention_minutes == 4320
+    for part in parts:
+        list(read_changes(r.spec, part))
+    found = metrics_dir(str(tmp_path / "m")).partitions()
+    r.stop()
+    assert [m.retention_headroom_hours for m in found if m.last] == [72.0]
