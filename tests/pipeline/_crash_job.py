@@ -6,7 +6,8 @@ Usage: ``python _crash_job.py JOB.json`` where the JSON holds ``options``, ``bro
 ``facts``, ``checkpoint``, ``app_id``, optionally ``to_delta`` (more keyword arguments of
 ``to_delta``) and ``crash`` (``null`` to run to the end, or ``[step, batch_id]``). Steps:
 
-* ``read``: the sink read and counted the batch; nothing is written yet;
+* ``read``: the sink checked the batch and is about to write it (or, for a replay, counted
+  it); nothing is written yet;
 * ``bronze``: the bronze append committed; the facts commit has not happened;
 * ``facts``: the facts commit landed; the sink has not returned;
 * ``commit``: the sink returned; Spark has not written the batch's commit log entry;
@@ -16,7 +17,8 @@ Usage: ``python _crash_job.py JOB.json`` where the JSON holds ``options``, ``bro
   state is not recorded.
 
 The hooks wrap the sink from the outside (the library has no crash hooks): the call of the
-``DeltaSink`` that ``to_delta`` builds, the sink's ``count_batch`` and ``TableRef.append``.
+``DeltaSink`` that ``to_delta`` builds, the sink's ``count_batch``, ``DeltaSink._write`` and
+``TableRef.append``.
 
 With a ``chaos`` object in the JSON (the fault harness, tests/chaos) the job runs instead
 until told to stop, restarting a failed query in the same process, and is killed from the
@@ -63,9 +65,10 @@ def main(job_file: str) -> int:
     from mssql_cdc.sink.delta import DeltaSink
     from mssql_cdc.sink.tables import TableRef
 
-    real_call, real_count, real_append = (
+    real_call, real_count, real_write, real_append = (
         DeltaSink.__call__,
         sink_delta.count_batch,
+        DeltaSink._write,
         TableRef.append,
     )
 
@@ -79,6 +82,10 @@ def main(job_file: str) -> int:
         crash("read")
         return counts
 
+    def write(self, spark, df, batch_id, *, observe):
+        crash("read")  # a new bronze table's first batch is not counted first (ADR 0157)
+        return real_write(self, spark, df, batch_id, observe=observe)
+
     def append(self, df, app_id, version, metadata, *, merge_schema):
         real_append(self, df, app_id, version, metadata, merge_schema=merge_schema)
         if app_id == job["app_id"]:
@@ -90,6 +97,7 @@ def main(job_file: str) -> int:
 
     DeltaSink.__call__ = call
     sink_delta.count_batch = count_batch
+    DeltaSink._write = write
     TableRef.append = append
 
     from mssql_cdc.spark import get_spark
