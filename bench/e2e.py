@@ -49,6 +49,20 @@ def jdbc_jar() -> Path | None:
     return jar if jar.exists() else None
 
 
+def bench_spark(name: str) -> tuple[Any, Path | None]:
+    """A local Spark session (2 cores, Delta, mssql-jdbc on the classpath when Maven fetched
+    it) and the mssql-jdbc jar or ``None``."""
+    from mssql_cdc.spark import delta_jars, get_spark
+
+    jar = jdbc_jar()
+    jars = [str(j) for j in delta_jars()] + ([str(jar)] if jar else [])
+    spark = get_spark(
+        name, "local[2]", config={"spark.jars": ",".join(jars), "spark.ui.enabled": "false"}
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark, jar
+
+
 def _cause(exc: BaseException) -> str:
     """The line of a (Java) exception's text that says what failed."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
@@ -116,17 +130,9 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
     from _fill import fill
     from mssql_cdc import _native, stream
     from mssql_cdc.emulator import Emulator
-    from mssql_cdc.spark import delta_jars, get_spark
 
     work = Path(tempfile.mkdtemp(prefix="mssql-cdc-e2e-"))
-    jar = jdbc_jar()
-    jars = [str(j) for j in delta_jars()] + ([str(jar)] if jar else [])
-    spark = get_spark(
-        "mssql-cdc-e2e",
-        "local[2]",
-        config={"spark.jars": ",".join(jars), "spark.ui.enabled": "false"},
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark, jar = bench_spark("mssql-cdc-e2e")
     results: dict[str, tuple[float, int] | str] = {}
     with Emulator() as emu:
         text = f"Server=tcp:{emu.host},{emu.port};Encrypt=no"

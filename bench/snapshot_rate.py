@@ -22,10 +22,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-from e2e import jdbc_jar
+from e2e import bench_spark
 
 
 def _read(reader: Any) -> float:
@@ -43,16 +42,8 @@ def main() -> int:
     from _fill import fill
     from mssql_cdc import _native, register
     from mssql_cdc.emulator import Emulator
-    from mssql_cdc.spark import delta_jars, get_spark
 
-    jar: Path | None = jdbc_jar()
-    jars = [str(j) for j in delta_jars()] + ([str(jar)] if jar else [])
-    spark = get_spark(
-        "mssql-cdc-snapshot-rate",
-        "local[2]",
-        config={"spark.jars": ",".join(jars), "spark.ui.enabled": "false"},
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark, jar = bench_spark("mssql-cdc-snapshot-rate")
     register(spark)
     with Emulator() as emu:
         fill(emu, args.rows)
