@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from local_spark import spark_config
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -29,19 +31,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     from mssql_cdc.spark import get_spark
 
     warehouse: Path = tmp_path_factory.mktemp("spark-warehouse")
-    session = get_spark(
-        "mssql-cdc-tests",
-        "local[2]",
-        config={
-            "spark.sql.warehouse.dir": str(warehouse),
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={warehouse}",
-            "spark.ui.enabled": "false",
-            "spark.sql.shuffle.partitions": "2",
-            # Delta rebuilds a table's state from its log in 50 partitions by default (50 tasks
-            # per state rebuild); the tests' tables hold a few files each
-            "spark.databricks.delta.snapshotPartitions": "2",
-        },
-    )
+    session = get_spark("mssql-cdc-tests", "local[2]", config=spark_config(str(warehouse)))
     yield session
     session.stop()
 

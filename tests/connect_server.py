@@ -60,23 +60,20 @@ def launch(port: int, warehouse: Path, log: Path) -> subprocess.Popen[str]:
 
 
 def main(port: str, warehouse: str) -> None:
+    from local_spark import spark_config
     from mssql_cdc.spark import get_spark
 
     spark = get_spark(
         "mssql-cdc-connect-server",
         "local[2]",
-        config={
-            "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
-            "spark.connect.grpc.binding.address": "127.0.0.1",
-            "spark.connect.grpc.binding.port": port,
-            "spark.sql.warehouse.dir": warehouse,
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={warehouse}",
-            "spark.ui.enabled": "false",
-            "spark.sql.shuffle.partitions": "2",
-            # Delta rebuilds a table's state from its log in 50 partitions by default (50 tasks
-            # per state rebuild); the tests' tables hold a few files each
-            "spark.databricks.delta.snapshotPartitions": "2",
-        },
+        config=spark_config(
+            warehouse,
+            {
+                "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+                "spark.connect.grpc.binding.address": "127.0.0.1",
+                "spark.connect.grpc.binding.port": port,
+            },
+        ),
     )
     print(READY, flush=True)
     sys.stdin.read()  # until the test process closes the pipe (or dies)

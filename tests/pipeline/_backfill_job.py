@@ -15,6 +15,9 @@ import signal
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, run as a script
+from local_spark import spark_config
+
 
 def main(job_file: str) -> int:
     job = json.loads(Path(job_file).read_text())
@@ -31,7 +34,7 @@ def main(job_file: str) -> int:
     spark = get_spark(
         "mssql-cdc-backfill-crash",
         "local[2]",
-        config={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"},
+        config=spark_config(),
     )
     stream(spark, job["options"]).backfill(
         job["bronze"],

@@ -33,6 +33,9 @@ import signal
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, run as a script
+from local_spark import spark_config
+
 
 def start(spark, job: dict, trigger: dict | None = None):
     """The job's ``to_delta`` query, started (``test_crash.py`` runs the runs that do not crash
@@ -105,7 +108,7 @@ def main(job_file: str) -> int:
     spark = get_spark(
         "mssql-cdc-crash",
         "local[2]",
-        config={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"},
+        config=spark_config(),
     )
     query = start(spark, job)
     query.awaitTermination()
@@ -157,11 +160,7 @@ def run_chaos(job) -> int:
     spark = get_spark(
         "mssql-cdc-chaos",
         chaos.get("master", "local[2]"),
-        config={
-            "spark.ui.enabled": "false",
-            "spark.sql.shuffle.partitions": "2",
-            "spark.databricks.delta.snapshotPartitions": "2",
-        },
+        config=spark_config(),
     )
     state_file = Path(chaos["state"])
     states = json.loads(state_file.read_text()) if state_file.exists() else []

@@ -229,7 +229,15 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
             file=out,
             flush=True,
         )
-        spark = get_spark("mssql-cdc-demo", config={"spark.ui.enabled": "false"})
+        # a short run of many small jobs: the JVM compiles with C1 only, whose quick start
+        # halves the demo's Spark time on a small machine (long-running sessions keep C2)
+        spark = get_spark(
+            "mssql-cdc-demo",
+            config={
+                "spark.ui.enabled": "false",
+                "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+            },
+        )
         if owns_spark:
             spark.sparkContext.setLogLevel("ERROR")
         print(
