@@ -14,7 +14,8 @@ Contract (both sides use only this module):
 * Files are written whole: a temporary name, then a rename (one upload where a store has no
   rename). Partition files are ``part-<from_lsn>-<to_lsn>-<attempt>.json``; a retried task
   writes another attempt, and readers keep one file per ``(from_lsn, to_lsn)``, the latest by
-  ``written_at``. Event files are ``event-<kind>-<key>.json``; a chunked snapshot's tasks write
+  ``written_at``. Event files are ``event-<kind>-<key>.json`` (kind :data:`WARNING_EVENT`: a
+  planning warning, ``mssql_cdc.source.run_warnings``); a chunked snapshot's tasks write
   ``chunk-<i>.json``.
 * Writing never fails a read: an unwritable file is a WARNING under ``mssql_cdc.metrics``.
 """
@@ -31,12 +32,17 @@ from typing import Any
 import pyarrow.fs as pafs
 
 __all__ = [
+    "WARNING_EVENT",
     "MetricsDir",
     "PartitionMetrics",
     "metrics_dir",
 ]
 
 log = logging.getLogger("mssql_cdc.metrics")
+
+#: the kind of a planning warning's event file (``{"message": ...}``), folded by the sink into
+#: the next micro-batch's ``detail.warnings`` rather than written as an event row
+WARNING_EVENT = "warning"
 
 
 @dataclass

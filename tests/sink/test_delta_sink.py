@@ -82,7 +82,9 @@ def test_each_batch_lands_once_when_the_sink_crashes_between_steps(spark, tmp_pa
                     "commit_ts": (T0 + timedelta(seconds=2)).isoformat() + "Z",
                     "detail": "ALTER TABLE x",
                 },
-            )
+            ),
+            # and a planning warning (mssql_cdc.source.run_warnings): a line, not a row
+            ("warning", "k1", {"message": "computed column(s) total left out of the schema"}),
         ],
     )
     sink(batch(BATCH0, _parts0(), 0), 0)
@@ -143,7 +145,10 @@ def test_each_batch_lands_once_when_the_sink_crashes_between_steps(spark, tmp_pa
     assert b0.retention_headroom_hours == 72.0
     assert b0.source_max_commit_ts == T0 + timedelta(seconds=13)
     assert (b0.capture_lag_seconds, b0.ingestion_lag_seconds) == (4.0, 10.0)
-    assert json.loads(b0.detail) == {"warnings": ["unknown option 'foo'"]}
+    # the planning warning first, then the partitions' own; each once
+    assert json.loads(b0.detail) == {
+        "warnings": ["computed column(s) total left out of the schema", "unknown option 'foo'"]
+    }
     assert (event.detail, event.end_lsn, event.min_commit_ts) == (
         "ALTER TABLE x",
         lsn(2),

@@ -12,6 +12,7 @@ otherwise; ``--no-progress`` turns it off.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import getpass
 import logging
 import os
@@ -254,16 +255,17 @@ def _run_one(
 ) -> int:
     from mssql_cdc import stream
 
-    query = stream(spark, options).to_delta(
-        args.target,
-        app_id=args.app_id,
-        checkpoint=args.checkpoint,
-        facts_table=args.facts_table,
-        trigger=trigger,
-        query_name=args.query_name,
-        bootstrap=args.bootstrap,
-    )
     ci = args.capture_instance[0]
+    with _snapshot_watch(spark, args, f"bootstrap of {ci}", out):
+        query = stream(spark, options).to_delta(
+            args.target,
+            app_id=args.app_id,
+            checkpoint=args.checkpoint,
+            facts_table=args.facts_table,
+            trigger=trigger,
+            query_name=args.query_name,
+            bootstrap=args.bootstrap,
+        )
     print(f"{query.name}: streaming {ci} into {args.target}", file=out)
     try:
         with follow({ci: query}, out, enabled=_progress(args)):
@@ -292,17 +294,18 @@ def _run_many(
     else:
         instances = _schema_instances(options, args.schema)
 
-    queries = start_many(
-        spark,
-        options,
-        instances,
-        target=args.target,
-        app_id=args.app_id,
-        checkpoint=args.checkpoint,
-        facts_table=args.facts_table,
-        trigger=trigger,
-        bootstrap=args.bootstrap,
-    )
+    with _snapshot_watch(spark, args, f"bootstrap of {len(instances)} tables", out):
+        queries = start_many(
+            spark,
+            options,
+            instances,
+            target=args.target,
+            app_id=args.app_id,
+            checkpoint=args.checkpoint,
+            facts_table=args.facts_table,
+            trigger=trigger,
+            bootstrap=args.bootstrap,
+        )
     for ci, query in queries.items():
         print(f"{query.name}: streaming {ci}", file=out)
     try:
@@ -322,6 +325,17 @@ def _run_many(
 
 def _progress(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "progress", True))
+
+
+def _snapshot_watch(
+    spark: SparkSession, args: argparse.Namespace, label: str, out: TextIO
+) -> contextlib.AbstractContextManager[object]:
+    """The snapshot's progress while ``--bootstrap`` reads it (cli/snapshot_watch.py)."""
+    if not (args.bootstrap and _progress(args)):
+        return contextlib.nullcontext()
+    from mssql_cdc.cli.snapshot_watch import SnapshotWatch
+
+    return SnapshotWatch(spark, label, out)
 
 
 def _first_line(exc: BaseException) -> str:

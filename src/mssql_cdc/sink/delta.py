@@ -56,6 +56,7 @@ from mssql_cdc.sink.facts import (
     FoldedMetrics,
     batch_row,
     event_rows,
+    event_warnings,
     fold_metrics,
     metadata_json,
     parse_utc,
@@ -363,7 +364,12 @@ class DeltaSink:
                 self.app_id,
                 self.metrics.display,
             )
-        return fold_metrics(parts)
+        folded = fold_metrics(parts)
+        # the planning warnings of this run, each once, before the partitions' own
+        planning = event_warnings(self.metrics.events())
+        if planning:
+            folded.warnings = planning + [w for w in folded.warnings if w not in planning]
+        return folded
 
     def _exists(self, spark: SparkSession, ref: TableRef) -> bool:
         if ref in self._existing:

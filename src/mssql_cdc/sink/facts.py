@@ -8,10 +8,12 @@ No Spark here: :func:`batch_row`, :func:`event_rows`, :func:`snapshot_open_row` 
 commit. Times are naive ``datetime`` in UTC (TIMESTAMP_NTZ).
 
 Event files (``MetricsDir.events()``) are read with these keys: ``kind`` (``schema_change``,
-``capture_instance_switched`` or ``data_skipped``), ``key``, ``lsn`` (the event's LSN),
-``commit_ts`` (its commit time, ISO-8601 UTC), ``detail`` (text, or a JSON value written as
-JSON), and for ``data_skipped`` ``lost_from_ts``/``lost_to_ts`` and, without ``detail``,
-``from``/``to``/``certain``/``reason`` which become its ``{from, to, certain}`` detail.
+``capture_instance_switched``, ``data_skipped``, or ``warning``: a planning warning, which is
+not a row but a line of the batch's ``detail.warnings``, with its text in ``message``),
+``key``, ``lsn`` (the event's LSN), ``commit_ts`` (its commit time, ISO-8601 UTC),
+``detail`` (text, or a JSON value written as JSON), and for ``data_skipped``
+``lost_from_ts``/``lost_to_ts`` and, without ``detail``, ``from``/``to``/``certain``/
+``reason`` which become its ``{from, to, certain}`` detail.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from mssql_cdc._metrics import PartitionMetrics
+from mssql_cdc._metrics import WARNING_EVENT, PartitionMetrics
 from mssql_cdc.sink.schemas import FACTS
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "batch_row",
     "bootstrap_row",
     "event_rows",
+    "event_warnings",
     "fold_metrics",
     "metadata_json",
     "parse_utc",
@@ -224,10 +227,13 @@ def event_rows(
 ) -> list[tuple[Any, ...]]:
     """One facts row per event file, ordered by LSN: ``rows`` 0,
     ``min_lsn`` = ``max_lsn`` = ``end_lsn`` = the event's LSN, the commit-time columns its
-    commit time. Files of another kind are skipped with a WARNING."""
+    commit time. Planning warnings (:func:`event_warnings`) make no row; files of another kind
+    are skipped with a WARNING."""
     rows: list[tuple[str, str, tuple[Any, ...]]] = []
     for event in events:
         kind = event.get("kind")
+        if kind == WARNING_EVENT:
+            continue
         if kind not in EVENT_KINDS:
             log.warning("ignoring metrics event file of unknown kind %r", kind)
             continue
@@ -255,6 +261,16 @@ def event_rows(
         }
         rows.append((str(lsn or ""), f"{kind}/{event.get('key', '')}", _row(values)))
     return [row for _, _, row in sorted(rows, key=lambda r: (r[0], r[1]))]
+
+
+def event_warnings(events: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The planning warnings among the event files: their messages, sorted, each once."""
+    messages = {
+        str(event["message"])
+        for event in events
+        if event.get("kind") == WARNING_EVENT and event.get("message")
+    }
+    return sorted(messages)
 
 
 def _event(

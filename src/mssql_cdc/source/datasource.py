@@ -48,6 +48,7 @@ from mssql_cdc.source.partitions import ChangeRange, SnapshotRange
 from mssql_cdc.source.planning import MIN_ROWS_PER_PARTITION
 from mssql_cdc.source.reading import ReadSpec, read_changes
 from mssql_cdc.source.retry import DELAYS, with_retry
+from mssql_cdc.source.run_warnings import RunWarnings
 from mssql_cdc.source.schema import Column
 from mssql_cdc.source.snapshot import plan_snapshot, read_snapshot
 from mssql_cdc.source.stream_driver import StreamPlanner
@@ -149,6 +150,13 @@ class MssqlCdcDataSource(_BaseDataSource):
     def name(cls) -> str:
         return "mssql_cdc"
 
+    def schema(self) -> StructType:
+        """Infer the output schema. Runs on the driver, once per ``load()``; its warnings
+        reach the first micro-batch's facts row (:class:`RunWarnings`)."""
+        options = self._options()
+        with RunWarnings(options.metrics_path).collecting():
+            return _infer(options)
+
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark API)
         """The stream reader. Runs on the driver, once per query start."""
         reader = AdmissionStreamReader if HAS_ADMISSION_CONTROL else LegacyStreamReader
@@ -191,6 +199,8 @@ class _StreamReader(DataSourceStreamReader):
         self.default_partitions = partitions
         self.spec = ReadSpec(options, arrow_schema(schema))
         self._planner: StreamPlanner | None = None
+        #: this run's planning warnings, carried to the facts (once each)
+        self.run_warnings = RunWarnings(options.metrics_path)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -215,12 +225,14 @@ class _StreamReader(DataSourceStreamReader):
     def initialOffset(self) -> dict[str, str]:  # noqa: N802 (Spark API)
         """The offset before the first batch (``startingLsn``). Driver, once per new
         checkpoint."""
-        return self.planner.initial_offset()
+        with self.run_warnings.collecting():
+            return self.planner.initial_offset()
 
     def partitions(self, start: dict[str, str], end: dict[str, str]) -> Sequence[InputPartition]:
         """Commit-aligned LSN ranges of the batch, after the retention check. Driver, once per
         batch."""
-        return self.planner.plan(start, end)
+        with self.run_warnings.collecting():
+            return self.planner.plan(start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The range's change rows as Arrow batches. Executor, once per partition."""
@@ -244,16 +256,17 @@ class LegacyStreamReader(_StreamReader):
 
     def latestOffset(self) -> dict[str, str]:  # type: ignore[override]  # noqa: N802 (Spark API)
         """The newest commit. Driver, once per trigger (one query)."""
-        if self.options.max_commits_per_batch and not self._warned:
-            self._warned = True
-            log.warning(
-                "maxCommitsPerBatch=%d has no effect on Spark %s: its Python stream readers have "
-                "no admission control (Spark 4.2 added it), so each micro-batch reads every "
-                "commit up to the newest; see the compatibility page of the docs",
-                self.options.max_commits_per_batch,
-                _spark_version(),
-            )
-        return self.planner.latest_offset({"lsn": "0x" + "0" * 20, "commit_ts": ""}, None)
+        with self.run_warnings.collecting():
+            if self.options.max_commits_per_batch and not self._warned:
+                self._warned = True
+                log.warning(
+                    "maxCommitsPerBatch=%d has no effect on Spark %s: its Python stream readers "
+                    "have no admission control (Spark 4.2 added it), so each micro-batch reads "
+                    "every commit up to the newest; see the compatibility page of the docs",
+                    self.options.max_commits_per_batch,
+                    _spark_version(),
+                )
+            return self.planner.latest_offset({"lsn": "0x" + "0" * 20, "commit_ts": ""}, None)
 
 
 if HAS_ADMISSION_CONTROL:
@@ -273,7 +286,8 @@ if HAS_ADMISSION_CONTROL:
         ) -> dict[str, str]:
             """The end of the next batch. Driver, once per trigger (one query when idle)."""
             max_commits = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-            return self.planner.latest_offset(start, max_commits)
+            with self.run_warnings.collecting():
+                return self.planner.latest_offset(start, max_commits)
 
         def reportLatestOffset(self) -> dict[str, str] | None:  # noqa: N802 (Spark API)
             """The newest commit the last ``latestOffset`` saw (no query). Driver, per
@@ -282,7 +296,8 @@ if HAS_ADMISSION_CONTROL:
 
         def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (Spark API)
             """Record ``max_lsn`` as the run's end. Driver, once per availableNow run."""
-            self.planner.prepare_available_now()
+            with self.run_warnings.collecting():
+                self.planner.prepare_available_now()
 
 else:  # pragma: no cover (Spark 4.0 / 4.1)
     AdmissionStreamReader = LegacyStreamReader  # type: ignore[misc, assignment]
