@@ -212,6 +212,7 @@ class CdcStream:
                 facts=facts_ref,
                 checkpoint=location,
                 interval_days=recovery.interval_days,
+                chunked=recovery.snapshot == "chunked",
             )
         sink_id, location = generation.sink_id, generation.checkpoint
         name = chosen_name or sink_id
