@@ -12,6 +12,7 @@ import logging
 import pytest
 
 from mssql_cdc import DataLossError, newest_snapshot, stream
+from mssql_cdc.finalization import advance, end_offset_from_progress
 
 
 def lsn_text(value: bytes) -> str:
@@ -99,13 +100,16 @@ def test_new_app_id_with_bootstrap_after_data_loss_takes_a_new_snapshot(
     assert boots == [("orders", first["lsn"]), ("orders-2", second["lsn"])]
 
 
-def test_resnapshot_after_purge_opens_generation_one(spark, source, emulator, tmp_path, caplog):
+def test_resnapshot_after_purge_opens_generation_one(spark, source, emulator, tmp_path, caplog):  # noqa: PLR0915
     source.sql("INSERT INTO dbo.orders VALUES (1, N'a', 1), (2, N'b', 2), (3, N'c', 3)")
     source.scan()
     run(spark, source, tmp_path, "orders", "cp", bootstrap=True, on_data_loss="resnapshot")
     source.sql("INSERT INTO dbo.orders VALUES (4, N'd', 4)")
     source.scan()
-    run(spark, source, tmp_path, "orders", "cp", bootstrap=True, on_data_loss="resnapshot")
+    query = run(spark, source, tmp_path, "orders", "cp", bootstrap=True, on_data_loss="resnapshot")
+    control, bronze = str(tmp_path / "control"), str(tmp_path / "bronze")
+    verdict_g0 = advance(spark, control, bronze, end_offset_from_progress(query.lastProgress))
+    assert verdict_g0 is not None
     resumed_ts = (
         spark.read.format("delta")
         .load(str(tmp_path / "facts"))
@@ -120,6 +124,10 @@ def test_resnapshot_after_purge_opens_generation_one(spark, source, emulator, tm
             spark, source, tmp_path, "orders", "cp", bootstrap=True, on_data_loss="resnapshot"
         )
     assert query.name == "orders.g1"
+    # bronze's verdict moves on from generation 1's first batch, never backwards
+    verdict_g1 = advance(spark, control, bronze, end_offset_from_progress(query.lastProgress))
+    assert verdict_g1 is not None
+    assert verdict_g1 > verdict_g0
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert any(
         "re-snapshotting" in r.getMessage() and "generation 1" in r.getMessage() for r in warnings
@@ -300,7 +308,6 @@ def test_chunked_resnapshot_after_purge_is_filled_by_backfill_across_crashes(  #
     verdicts: bronze's never moves backwards across generations, silver's is held while the
     chunked re-snapshot is open and moves once it is complete."""
     from mssql_cdc import apply_changes
-    from mssql_cdc.finalization import advance, end_offset_from_progress
     from mssql_cdc.pipeline import backfill as backfill_module
     from mssql_cdc.pipeline import recovery as recovery_module
 

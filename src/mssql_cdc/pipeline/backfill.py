@@ -20,8 +20,14 @@ Runs on the driver, in the calling Python process (it must reach SQL Server). On
    stamped L), appends them in one commit (``txnVersion`` the wave's last chunk: a replay is
    skipped by Delta), then writes one ``snapshot_chunk`` row per chunk (same idempotency key
    on the facts table);
-5. after the last chunk, writes the ``bootstrap`` row (min = max = S, rows = the chunks' sum)
-   that makes the snapshot complete (``pipeline.snapshots.newest_complete_snapshot``).
+5. after the last chunk, writes the row that makes the snapshot complete
+   (``pipeline.snapshots.newest_complete_snapshot``; min = max = S, rows = the chunks' sum):
+   ``bootstrap``, or for a chunked re-snapshot after data loss (generation ``n`` > 0, opened by
+   ``pipeline.recovery``; its rows carry ``<app_id>.g<n>``) the generation's ``resnapshot``
+   row (ADR 0163).
+
+The headroom pause reads the newest micro-batch row of the snapshot's generation; a NULL
+headroom there is unknown, not short: no pause, one WARNING (ADR 0164).
 
 Every wave logs at INFO on the ``mssql_cdc`` logger when it starts and ends (chunks, rows,
 seconds). A change committed while a chunk is read is both in the chunk (stamped L, taken

@@ -19,6 +19,11 @@ Runs on the driver, in the calling Python process, before the query starts:
    key) and record generation ``n`` with its snapshot; the query then starts in
    ``<checkpoint>/_generations/<n>`` at the snapshot's LSN.
 
+With ``snapshot="chunked"`` step 4 reads nothing: it writes a chunked ``snapshot_open`` row
+for generation ``n`` (``app_id`` ``<app_id>.g<n>``, ``kind`` ``resnapshot``, the lost range)
+and records generation ``n`` at its LSN S; ``backfill()`` reads the table and writes the
+``resnapshot`` row (ADR 0163).
+
 The check runs only here: changes purged while a query runs still stop it with
 ``DataLossError``, and the next ``to_delta`` recovers.
 """
