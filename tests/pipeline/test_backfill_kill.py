@@ -1,6 +1,7 @@
-"""A backfill whose driver process group is SIGKILLed after a wave's bronze append (before its
-facts rows), then restarted: no chunk twice, none missing, one facts row per chunk. The run
-that goes to the end runs in the test's own Spark session (saves a JVM start)."""
+"""A backfill whose driver process group is SIGKILLed before a wave's bronze append, restarted
+and SIGKILLed again after the append (before its facts rows), then restarted: no chunk twice,
+none missing, one facts row per chunk, the plan written once. The run that goes to the end
+runs in the test's own Spark session (saves a JVM start)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from mssql_cdc import stream
 JOB = Path(__file__).with_name("_backfill_job.py")
 
 
-def test_backfill_killed_after_the_append_resumes_without_a_chunk_twice(spark, source, tmp_path):
+def test_backfill_killed_before_and_after_the_append_resumes_without_a_chunk_twice(
+    spark, source, tmp_path
+):
     source.sql(
         "INSERT INTO dbo.orders VALUES " + ", ".join(f"({i}, N'n{i}', {i})" for i in range(7))
     )
@@ -34,16 +37,25 @@ def test_backfill_killed_after_the_append_resumes_without_a_chunk_twice(spark, s
     ).awaitTermination()
     job = {"options": options, "bronze": bronze, "facts": facts, "app_id": "killed"}
     job_file = tmp_path / "job.json"
-    job_file.write_text(json.dumps({**job, "chunk_rows": 2, "step": "after_append"}))
-    done = subprocess.run(
-        [sys.executable, str(JOB), str(job_file)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        start_new_session=True,
-        check=False,
-    )
-    assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
+    # killed before the first wave's append (planned, nothing of the wave written), then
+    # after the rerun's append (in bronze, its facts rows not written)
+    for step in ("before_append", "after_append"):
+        job_file.write_text(json.dumps({**job, "chunk_rows": 2, "step": step}))
+        done = subprocess.run(
+            [sys.executable, str(JOB), str(job_file)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            start_new_session=True,
+            check=False,
+        )
+        assert done.returncode == -signal.SIGKILL, (step, done.stderr[-3000:])
+        chunk_rows = spark.read.format("delta").load(facts).where("event = 'snapshot_chunk'")
+        assert chunk_rows.count() == 0
+        plans = spark.read.format("delta").load(facts).where("event = 'snapshot_plan'")
+        assert plans.count() == 1  # planned once, by the first run
+        if step == "before_append":
+            assert not (tmp_path / "bronze").exists()  # nothing appended
     landed = spark.read.format("delta").load(bronze).where("_operation = 0").count()
     assert landed == 4  # chunks 0 and 1 (two rows each) in bronze, their facts rows not written
 

@@ -86,7 +86,6 @@ def test_last_committed_offset_reads_the_newest_committed_batch(tmp_path):
         (("fail", True, False, "full"), TypeError, "resnapshot_interval_days must be a number"),
         (("fail", 7, 1, "full"), TypeError, "snapshot_on_switch must be True or False"),
         (("fail", 7, False, "lazy"), ValueError, "snapshot must be 'full' or 'chunked'"),
-        (("resnapshot", 7, False, "chunked"), ValueError, "chunked re-snapshots after data loss"),
         (("fail", 7, True, "chunked"), ValueError, "snapshot='chunked' with snapshot_on_switch"),
     ],
 )
@@ -97,6 +96,7 @@ def test_refused_data_loss_arguments(args, error, message):
 
 def test_chunked_snapshot_mode_is_accepted():
     assert check_recovery("fail", 7, False, "chunked").snapshot == "chunked"
+    assert check_recovery("resnapshot", 7, False, "chunked").snapshot == "chunked"
     assert check_recovery("fail", 7, False, "full").snapshot == "full"
 
 

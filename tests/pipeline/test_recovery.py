@@ -12,6 +12,7 @@ import logging
 import pytest
 
 from mssql_cdc import DataLossError, newest_snapshot, stream
+from mssql_cdc.finalization import advance, end_offset_from_progress
 
 
 def lsn_text(value: bytes) -> str:
@@ -99,13 +100,16 @@ def test_new_app_id_with_bootstrap_after_data_loss_takes_a_new_snapshot(
     assert boots == [("orders", first["lsn"]), ("orders-2", second["lsn"])]
 
 
-def test_resnapshot_after_purge_opens_generation_one(spark, source, emulator, tmp_path, caplog):
+def test_resnapshot_after_purge_opens_generation_one(spark, source, emulator, tmp_path, caplog):  # noqa: PLR0915
     source.sql("INSERT INTO dbo.orders VALUES (1, N'a', 1), (2, N'b', 2), (3, N'c', 3)")
     source.scan()
     run(spark, source, tmp_path, "orders", "cp", bootstrap=True, on_data_loss="resnapshot")
     source.sql("INSERT INTO dbo.orders VALUES (4, N'd', 4)")
     source.scan()
-    run(spark, source, tmp_path, "orders", "cp", bootstrap=True, on_data_loss="resnapshot")
+    query = run(spark, source, tmp_path, "orders", "cp", bootstrap=True, on_data_loss="resnapshot")
+    control, bronze = str(tmp_path / "control"), str(tmp_path / "bronze")
+    verdict_g0 = advance(spark, control, bronze, end_offset_from_progress(query.lastProgress))
+    assert verdict_g0 is not None
     resumed_ts = (
         spark.read.format("delta")
         .load(str(tmp_path / "facts"))
@@ -120,6 +124,10 @@ def test_resnapshot_after_purge_opens_generation_one(spark, source, emulator, tm
             spark, source, tmp_path, "orders", "cp", bootstrap=True, on_data_loss="resnapshot"
         )
     assert query.name == "orders.g1"
+    # bronze's verdict moves on from generation 1's first batch, never backwards
+    verdict_g1 = advance(spark, control, bronze, end_offset_from_progress(query.lastProgress))
+    assert verdict_g1 is not None
+    assert verdict_g1 > verdict_g0
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert any(
         "re-snapshotting" in r.getMessage() and "generation 1" in r.getMessage() for r in warnings
@@ -285,3 +293,149 @@ def test_resnapshot_requirements_are_checked_before_reading(spark, tmp_path, cas
             on_data_loss="resnapshot",
         )
     assert not (tmp_path / "bronze").exists()
+
+
+class _CrashError(RuntimeError):
+    pass
+
+
+def test_chunked_resnapshot_after_purge_is_filled_by_backfill_across_crashes(  # noqa: PLR0915, PLR0917 (one recovery, end to end)
+    spark, source, emulator, tmp_path, monkeypatch, caplog
+):
+    """``on_data_loss="resnapshot"`` with ``snapshot="chunked"``: the new generation opens a
+    chunked snapshot and starts at once; ``backfill()`` (the original app_id) fills it across a
+    crash of the pre-flight and one of a wave, and closes it with a ``resnapshot`` row. The
+    verdicts: bronze's never moves backwards across generations, silver's is held while the
+    chunked re-snapshot is open and moves once it is complete."""
+    from mssql_cdc import apply_changes
+    from mssql_cdc.pipeline import backfill as backfill_module
+    from mssql_cdc.pipeline import recovery as recovery_module
+
+    bronze, facts, control = (str(tmp_path / n) for n in ("bronze", "facts", "control"))
+    source.sql(
+        "INSERT INTO dbo.orders VALUES " + ", ".join(f"({i}, N'n{i}', {i})" for i in range(1, 11))
+    )
+    source.scan()
+    chunked = {"on_data_loss": "resnapshot", "snapshot": "chunked", "bootstrap": True}
+    run(spark, source, tmp_path, "orders", "cp", bootstrap=True, on_data_loss="resnapshot")
+    source.sql("UPDATE dbo.orders SET qty = 50 WHERE id = 5")
+    source.scan()
+    query = run(spark, source, tmp_path, "orders", "cp", **chunked)  # no loss: generation 0
+    assert query.name == "orders"
+    bronze_v0 = advance(spark, control, bronze, end_offset_from_progress(query.lastProgress))
+    assert bronze_v0 is not None
+
+    def silver():
+        return apply_changes(
+            spark,
+            bronze,
+            str(tmp_path / "silver"),
+            capture_instance="dbo_orders",
+            keys=["id"],
+            control_table=control,
+            facts_table=facts,
+        )
+
+    silver_v0 = silver().finalized_until
+    assert silver_v0 is not None
+    purge_after_stop(source, emulator, 12)
+
+    # a crash of the pre-flight after the open row, before the generation is recorded
+    real_write_state = recovery_module.write_state
+
+    def crash_on_done(checkpoint, state):
+        if state.generation == 1 and state.recovering is None:
+            raise _CrashError("before the generation is recorded")
+        real_write_state(checkpoint, state)
+
+    monkeypatch.setattr(recovery_module, "write_state", crash_on_done)
+    with pytest.raises(_CrashError):
+        start(spark, source, tmp_path, "orders", "cp", **chunked)
+    monkeypatch.setattr(recovery_module, "write_state", real_write_state)
+    with caplog.at_level(logging.INFO, logger="mssql_cdc"):
+        query = run(spark, source, tmp_path, "orders", "cp", **chunked)
+    assert query.name == "orders.g1"
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("reusing the chunked re-snapshot" in m for m in messages)
+    assert any("re-snapshotting" in m for m in messages)
+    opens = [e for e in events(spark, tmp_path) if e["event"] == "snapshot_open"]
+    chunked_opens = [e for e in opens if json.loads(e["detail"])["mode"] == "chunked"]
+    assert len(chunked_opens) == 1  # the rerun reused it
+    opened = chunked_opens[0]
+    detail = json.loads(opened["detail"])
+    assert (opened["app_id"], detail["kind"], detail["generation"]) == (
+        "orders.g1",
+        "resnapshot",
+        1,
+    )
+    assert opened["lost_from_ts"] is not None
+    assert opened["lost_to_ts"] > opened["lost_from_ts"]
+    snap_lsn = opened["max_lsn"]
+    state = json.loads((tmp_path / "cp" / "_mssql_cdc_generation.json").read_text())
+    assert (state["generation"], state["snapshot_lsn"]) == (1, snap_lsn)
+    assert [e for e in events(spark, tmp_path) if e["event"] == "resnapshot"] == []
+    assert newest_snapshot(spark, bronze, facts)["lsn"] < snap_lsn  # open: not a rebuild point
+    df = spark.read.format("delta").load(bronze)
+    assert df.where(f"_snapshot = '{snap_lsn}'").count() == 0  # nothing read before the query
+
+    # bronze's verdict goes on in generation 1 and never moves back; silver's is held
+    bronze_v1 = advance(spark, control, bronze, end_offset_from_progress(query.lastProgress))
+    assert bronze_v1 is not None
+    assert bronze_v1 > bronze_v0
+    assert advance(
+        spark, control, bronze, {"lsn": "0x01", "commit_ts": "2000-01-01T00:00:00Z"}
+    ) == (bronze_v1)
+    held = silver()
+    assert held.finalized_until == silver_v0
+
+    # a wave crashes after its append; a young retention headroom never pauses the backfill
+    monkeypatch.setattr(
+        backfill_module,
+        "crash_point",
+        lambda at, last: (_ for _ in ()).throw(_CrashError(at)) if at == "after_append" else None,
+    )
+    cdc = stream(spark, source.options(numPartitions="2"))
+    with pytest.raises(_CrashError):
+        cdc.backfill(bronze, app_id="orders", facts_table=facts, chunk_rows=3, max_waves=1)
+    monkeypatch.setattr(backfill_module, "crash_point", None)
+    source.sql("UPDATE dbo.orders SET qty = -1 WHERE id IN (1, 10)")
+    source.sql("DELETE FROM dbo.orders WHERE id = 2")
+    source.scan()
+    run(spark, source, tmp_path, "orders", "cp", **chunked)
+    assert silver().finalized_until == silver_v0  # still open
+    status = cdc.backfill(bronze, app_id="orders", facts_table=facts, min_headroom_hours=48)
+    assert (status.state, status.chunks_done, status.chunks_planned) == ("done", 4, 4)
+    assert status.snapshot_lsn == snap_lsn
+
+    rows = spark.read.format("delta").load(bronze).where(f"_snapshot = '{snap_lsn}'").collect()
+    ids = [r["id"] for r in rows]
+    assert len(ids) == len(set(ids)) == 11  # every key once, none missing
+    chunks = [
+        json.loads(e["detail"])["chunk"]
+        for e in events(spark, tmp_path)
+        if e["event"] == "snapshot_chunk"
+    ]
+    assert sorted(chunks) == [0, 1, 2, 3]
+    closing = [e for e in events(spark, tmp_path) if e["event"] in ("resnapshot", "bootstrap")]
+    assert [(e["event"], e["app_id"]) for e in closing] == [
+        ("bootstrap", "orders"),
+        ("resnapshot", "orders.g1"),
+    ]
+    resnap = closing[-1]
+    assert (resnap["rows"], resnap["max_lsn"]) == (11, snap_lsn)
+    assert (resnap["lost_from_ts"], resnap["lost_to_ts"]) == (
+        opened["lost_from_ts"],
+        opened["lost_to_ts"],
+    )
+    assert json.loads(resnap["detail"])["generation"] == 1
+    assert newest_snapshot(spark, bronze, facts)["lsn"] == snap_lsn
+    assert rebuilt(spark, bronze, snap_lsn) == source.table()
+
+    # complete: silver rebuilds from it and its verdict moves
+    run(spark, source, tmp_path, "orders", "cp", **chunked)
+    done = silver()
+    assert done.rebuilt
+    assert done.finalized_until is not None
+    assert done.finalized_until > silver_v0
+    got = spark.read.format("delta").load(str(tmp_path / "silver")).collect()
+    assert sorted((r["id"], r["name"], r["qty"]) for r in got) == source.table()

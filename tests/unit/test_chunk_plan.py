@@ -53,3 +53,51 @@ def test_backfill_arguments_defaults_and_isolation_in_any_case():
 def test_bad_backfill_arguments_are_refused(name, value, error, message):
     with pytest.raises(error, match=message):
         check_backfill_args(**{**ARGS, name: value})
+
+
+def _pause_run(wanted: float | None):
+    from mssql_cdc.pipeline import backfill as module
+
+    args = check_backfill_args(**{**ARGS, "min_headroom_hours": wanted})
+    return module._Run(None, {}, None, None, "orders.g1", None, args)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("newest", "wanted", "paused"),
+    [
+        # a young instance whose stream is caught up: the whole 3-day retention left
+        ((72.0, 0.0), 48.0, None),
+        ((72.0, 30.0), 48.0, "retention headroom 42.00 h"),  # 30 h old: 42 h left
+        (None, 1.0, "no micro-batch facts row"),  # the stream has not run a batch yet
+        ((None, 0.0), 1e6, None),  # unknown (NULL): go on, warned once
+        ((None, 0.0), None, None),  # not asked
+    ],
+)
+def test_headroom_pause(monkeypatch, caplog, newest, wanted, paused):
+    import datetime as dt
+    import logging
+
+    from mssql_cdc.pipeline import backfill as module
+
+    now = dt.datetime(2026, 12, 1, 12, 0, 0)
+    monkeypatch.setattr(module, "utc_now", lambda: now)
+    monkeypatch.setattr(module, "_unknown_headroom_warned", set())
+    found = None if newest is None else (newest[0], now - dt.timedelta(hours=newest[1]))
+    asked: list[str] = []
+
+    def fake(spark, facts, app_id):
+        asked.append(app_id)
+        return found
+
+    monkeypatch.setattr(module, "newest_headroom", fake)
+    run = _pause_run(wanted)
+    with caplog.at_level(logging.WARNING, logger="mssql_cdc"):
+        first = module._headroom_pause(run, "orders.g1")
+        second = module._headroom_pause(run, "orders.g1")
+    if paused is None:
+        assert (first, second) == (None, None)
+    else:
+        assert paused in (first or "")
+    assert asked == ([] if wanted is None else ["orders.g1", "orders.g1"])
+    warned = [r for r in caplog.records if "not applied" in r.getMessage()]
+    assert len(warned) == (1 if newest is not None and newest[0] is None and wanted else 0)

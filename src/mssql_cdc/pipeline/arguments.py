@@ -215,8 +215,8 @@ def check_recovery(
 ) -> Recovery:
     """``on_data_loss`` (``"fail"`` or ``"resnapshot"``), ``resnapshot_interval_days`` (a
     finite number >= 0), ``snapshot_on_switch`` (``True`` or ``False``) and ``snapshot``
-    (``"full"`` or ``"chunked"``; chunked re-snapshots after data loss are not built yet,
-    ADR 0160).
+    (``"full"`` or ``"chunked"``: how the bootstrap and a re-snapshot after data loss read
+    the table; ADRs 0160, 0163).
 
     Raises:
         TypeError: a value of the wrong type.
@@ -240,13 +240,6 @@ def check_recovery(
         )
     if snapshot not in ("full", "chunked"):
         raise ValueError(f"snapshot must be 'full' or 'chunked', got {snapshot!r}")
-    if snapshot == "chunked" and on_data_loss == "resnapshot":
-        raise ValueError(
-            "snapshot='chunked' with on_data_loss='resnapshot': chunked re-snapshots after data "
-            "loss are not supported by this release; use snapshot='full' for the automatic "
-            "re-snapshot, or seed() from a copy for a table too big to read within the CDC "
-            "retention"
-        )
     if snapshot == "chunked" and snapshot_on_switch:
         raise ValueError(
             "snapshot='chunked' with snapshot_on_switch=True: the switch snapshot reads the "

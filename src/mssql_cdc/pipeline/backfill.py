@@ -20,8 +20,14 @@ Runs on the driver, in the calling Python process (it must reach SQL Server). On
    stamped L), appends them in one commit (``txnVersion`` the wave's last chunk: a replay is
    skipped by Delta), then writes one ``snapshot_chunk`` row per chunk (same idempotency key
    on the facts table);
-5. after the last chunk, writes the ``bootstrap`` row (min = max = S, rows = the chunks' sum)
-   that makes the snapshot complete (``pipeline.snapshots.newest_complete_snapshot``).
+5. after the last chunk, writes the row that makes the snapshot complete
+   (``pipeline.snapshots.newest_complete_snapshot``; min = max = S, rows = the chunks' sum):
+   ``bootstrap``, or for a chunked re-snapshot after data loss (generation ``n`` > 0, opened by
+   ``pipeline.recovery``; its rows carry ``<app_id>.g<n>``) the generation's ``resnapshot``
+   row (ADR 0163).
+
+The headroom pause reads the newest micro-batch row of the snapshot's generation; a NULL
+headroom there is unknown, not short: no pause, one WARNING (ADR 0164).
 
 Every wave logs at INFO on the ``mssql_cdc`` logger when it starts and ends (chunks, rows,
 seconds). A change committed while a chunk is read is both in the chunk (stamped L, taken
@@ -53,6 +59,7 @@ from mssql_cdc.sink import (
     utc_now,
     write_bootstrap,
     write_chunks,
+    write_resnapshot,
     write_snapshot_chunks,
     write_snapshot_plan,
 )
@@ -71,6 +78,9 @@ DEFAULT_CHUNK_ROWS = 1_000_000
 #: ``target_wave_seconds`` when none is given
 DEFAULT_WAVE_SECONDS = 300.0
 _ISOLATIONS = {"snapshot": "snapshot", "readcommitted": "readCommitted"}
+
+#: sink ids already warned that their headroom is unknown (one WARNING per process)
+_unknown_headroom_warned: set[str] = set()
 
 #: test hook: called with ``"before_append"`` / ``"after_append"`` and the wave's last chunk
 #: (a test raises from it to stand for a crash at that point)
@@ -150,6 +160,7 @@ class _Run:
     raw: dict[str, str]
     options: ReaderOptions
     target: TableRef
+    #: the snapshot's sink id: the user's app_id, or ``<app_id>.g<n>`` for a re-snapshot
     app_id: str
     facts: TableRef
     args: BackfillArgs
@@ -342,6 +353,18 @@ def _headroom_pause(run: _Run, sink_id: str) -> str | None:
             "retention headroom yet (the stream needs a metrics directory and one batch)"
         )
     hours, written_at = found
+    if hours is None:
+        if sink_id not in _unknown_headroom_warned:
+            _unknown_headroom_warned.add(sink_id)
+            log.warning(
+                "%s: min_headroom_hours=%g not applied: the stream's newest micro-batch facts "
+                "row holds no retention headroom (the login cannot read the cleanup job's "
+                "retention: sys.sp_cdc_help_jobs needs db_owner; or the stream has no metrics "
+                "directory); backfill goes on without pausing. Watch CDC retention yourself",
+                sink_id,
+                wanted,
+            )
+        return None
     age = max((utc_now() - written_at).total_seconds() / 3600.0, 0.0)
     left = hours - age
     if left < wanted:
@@ -435,28 +458,51 @@ def _read_wave(
 
 
 def _close(run: _Run, snap: ChunkedSnapshot, chunks: dict[int, ChunkFact]) -> None:
+    """Writes the completion row: ``bootstrap`` (generation 0), or ``resnapshot`` for a
+    re-snapshot after data loss (same idempotency key as a full re-snapshot of its
+    generation: ``<app_id>#events``, version ``n``)."""
     rows = sum(c.rows for c in chunks.values())
     last_lsn = max((c.max_lsn for c in chunks.values()), default=snap.snapshot_lsn)
-    write_bootstrap(
-        run.spark,
-        run.facts,
-        app_id=run.app_id,
-        target=run.target,
-        lsn=snap.snapshot_lsn,
-        commit_ts=snap.commit_ts,
-        rows=rows,
-        started_at=None,
-        duration_ms=None,
-        detail={
-            "snapshot": snap.snapshot_lsn,
-            "chunks": len(chunks),
-            "rows": rows,
-            "last_lsn": last_lsn,
-        },
-    )
+    detail: dict[str, Any] = {
+        "snapshot": snap.snapshot_lsn,
+        "chunks": len(chunks),
+        "rows": rows,
+        "last_lsn": last_lsn,
+    }
+    if snap.kind == "resnapshot" and snap.generation > 0:
+        write_resnapshot(
+            run.spark,
+            run.facts,
+            app_id=snap.app_id.removesuffix(f".g{snap.generation}"),
+            generation=snap.generation,
+            sink_id=snap.app_id,
+            target=run.target,
+            lsn=snap.snapshot_lsn,
+            commit_ts=snap.commit_ts,
+            rows=rows,
+            started_at=None,
+            duration_ms=None,
+            lost_from_ts=snap.lost_from_ts,
+            lost_to_ts=snap.lost_to_ts,
+            detail=detail,
+        )
+    else:
+        write_bootstrap(
+            run.spark,
+            run.facts,
+            app_id=run.app_id,
+            target=run.target,
+            lsn=snap.snapshot_lsn,
+            commit_ts=snap.commit_ts,
+            rows=rows,
+            started_at=None,
+            duration_ms=None,
+            detail=detail,
+        )
     log.info(
-        "%s: chunked snapshot of %s at %s complete: %d chunks, %d rows",
+        "%s: chunked %s of %s at %s complete: %d chunks, %d rows",
         run.app_id,
+        "re-snapshot" if snap.kind == "resnapshot" else "snapshot",
         run.target.text,
         snap.snapshot_lsn,
         len(chunks),
@@ -491,6 +537,7 @@ def backfill(
             "snapshot='chunked', facts_table=...) and pass the same target, app_id and "
             "facts_table"
         )
+    run.app_id = snap.app_id  # a re-snapshot's rows and headroom are its generation's
     plan = _plan(run, snap)
     chunks = dict(snap.chunks)
     if snap.complete:
@@ -503,9 +550,9 @@ def backfill(
             return _status(snap, plan, chunks, "in_progress", waves=waves)
         if args.max_seconds is not None and time.monotonic() - clock >= args.max_seconds:
             return _status(snap, plan, chunks, "in_progress", waves=waves)
-        reason = _headroom_pause(run, app_id)
+        reason = _headroom_pause(run, run.app_id)
         if reason is not None:
-            log.info("%s: backfill paused: %s", app_id, reason)
+            log.info("%s: backfill paused: %s", run.app_id, reason)
             return _status(snap, plan, chunks, "paused", waves=waves, reason=reason)
         first = max(chunks, default=-1) + 1
         numbers = list(range(first, min(first + _wave_size(run, chunks), planned)))

@@ -139,11 +139,12 @@ class CdcStream:
                 carry the new instance's columns; it reads the whole table inside that batch.
                 It learns of the switch from the reader's metrics files: needs a local or
                 Volume checkpoint or the ``metricsPath`` option.
-            snapshot: with ``bootstrap``: ``"full"`` (read the table before the query starts)
-                or ``"chunked"`` (only open the snapshot: record its LSN S in a
-                ``snapshot_open`` facts row and start the stream at S at once; then call
-                :meth:`backfill` until it returns ``done``). ``"chunked"`` needs
-                ``facts_table``; it is refused with ``on_data_loss="resnapshot"`` and with
+            snapshot: how the bootstrap (with ``bootstrap``) and a re-snapshot after data
+                loss (with ``on_data_loss="resnapshot"``) read the table: ``"full"`` (before
+                the query starts) or ``"chunked"`` (only open the snapshot: record its LSN S in
+                a ``snapshot_open`` facts row and start the stream, or the new generation, at S
+                at once; then call :meth:`backfill` with the original ``app_id`` until it
+                returns ``done``). ``"chunked"`` needs ``facts_table``; it is refused with
                 ``snapshot_on_switch``.
 
         Returns:
@@ -163,6 +164,9 @@ class CdcStream:
                 anything is read or written.
             DataLossError: with ``on_data_loss="resnapshot"``, a second loss within
                 ``resnapshot_interval_days``, or a re-snapshot outlived by the retention.
+            ValueError: also, with ``on_data_loss="resnapshot"`` after a loss, a full
+                re-snapshot while the stream's chunked snapshot is open, or a chunked one
+                while another stream's chunked snapshot of ``target`` is open.
             PermissionError, SqlServerError: from the bootstrap's reads of SQL Server.
         """
         # Every argument is checked before anything is read or written (the bootstrap reads
@@ -212,6 +216,7 @@ class CdcStream:
                 facts=facts_ref,
                 checkpoint=location,
                 interval_days=recovery.interval_days,
+                chunked=recovery.snapshot == "chunked",
             )
         sink_id, location = generation.sink_id, generation.checkpoint
         name = chosen_name or sink_id
@@ -454,12 +459,16 @@ class CdcStream:
         isolation: str | None = None,
     ) -> BackfillStatus:
         """Reads the stream's open chunked snapshot (``to_delta(..., bootstrap=True,
-        snapshot="chunked")``) in waves, next to the running stream, and returns where it
-        stands. Call it again (a scheduled task) until the state is ``"done"``; it resumes
-        exactly where it stopped, after any crash, never reading a landed chunk again.
+        snapshot="chunked")``, or a chunked re-snapshot after data loss opened by
+        ``to_delta(..., on_data_loss="resnapshot", snapshot="chunked")`` in generation ``n``) in
+        waves, next to the running stream, and returns where it stands. Call it again (a
+        scheduled task) until the state is ``"done"``; it resumes exactly where it stopped,
+        after any crash, never reading a landed chunk again.
 
         Args:
-            target, app_id, facts_table: as given to ``to_delta``.
+            target, app_id, facts_table: as given to ``to_delta`` (the original ``app_id``:
+                the newest chunked snapshot of the stream in any generation is read, and a
+                re-snapshot's is closed by its ``resnapshot`` facts row).
             chunk_rows: rows per chunk (>= 1; default 1,000,000); only the first call, which
                 plans every chunk and records the plan, uses it.
             max_waves: stop after this many waves (``None``: until done).
@@ -467,8 +476,11 @@ class CdcStream:
             target_wave_seconds: a wave's wanted length (>= 0; default 300): whole rounds of
                 ``numPartitions`` chunks, as many as fit at the last wave's pace; ``0``: one
                 round per wave.
-            min_headroom_hours: before each wave, pause while the stream's newest facts row
-                shows less CDC retention headroom (minus that row's age), or none yet.
+            min_headroom_hours: before each wave, pause while the stream's newest micro-batch
+                facts row shows less CDC retention headroom (minus that row's age), or the
+                stream has written none yet. A row whose headroom is NULL (unknown: no
+                ``db_owner`` to read the cleanup job's retention, or no metrics directory)
+                does not pause; one WARNING says so.
             isolation: ``"snapshot"`` or ``"readCommitted"`` (any case) for the planning and
                 chunk reads; ``None``: the stream's ``isolationLevel`` option.
 

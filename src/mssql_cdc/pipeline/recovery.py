@@ -19,6 +19,11 @@ Runs on the driver, in the calling Python process, before the query starts:
    key) and record generation ``n`` with its snapshot; the query then starts in
    ``<checkpoint>/_generations/<n>`` at the snapshot's LSN.
 
+With ``snapshot="chunked"`` step 4 reads nothing: it writes a chunked ``snapshot_open`` row
+for generation ``n`` (``app_id`` ``<app_id>.g<n>``, ``kind`` ``resnapshot``, the lost range)
+and records generation ``n`` at its LSN S; ``backfill()`` reads the table and writes the
+``resnapshot`` row (ADR 0163).
+
 The check runs only here: changes purged while a query runs still stop it with
 ``DataLossError``, and the next ``to_delta`` recovers.
 """
@@ -45,17 +50,20 @@ from mssql_cdc.pipeline.snapshots import SnapshotKind, take_snapshot
 from mssql_cdc.sink import (
     TableRef,
     bootstrap_lsn,
+    chunked_snapshot,
     events_app_id,
     generation_app_id,
     last_batch,
+    open_chunked_snapshots,
     parse_utc,
     resnapshot_version,
     snapshot_rows,
     snapshot_txn_version,
     utc_now,
+    write_chunked_open,
     write_resnapshot,
 )
-from mssql_cdc.source import find_loss, format_utc, snapshot_position
+from mssql_cdc.source import chunk_key, find_loss, format_utc, snapshot_position
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -102,6 +110,8 @@ class _Stream:
     app_id: str
     facts: TableRef
     checkpoint: str
+    #: ``snapshot="chunked"``: open a chunked re-snapshot instead of reading the table
+    chunked: bool = False
 
 
 def _resume_point(stream: _Stream, state: GenerationState) -> tuple[str, str] | None:
@@ -145,22 +155,25 @@ def recover(
     facts: TableRef,
     checkpoint: str,
     interval_days: float,
+    chunked: bool = False,
 ) -> Generation:
     """Runs the pre-flight of ``on_data_loss="resnapshot"`` (see the module doc) and returns
-    the generation to start.
+    the generation to start; with ``chunked`` the re-snapshot is only opened
+    (:func:`_open_chunked`) and ``backfill()`` reads it.
 
     Raises:
         DataLossError: changes are purged and the last re-snapshot (or failed attempt) was
             less than ``interval_days`` ago, or the re-snapshot's own LSN was purged before
             its read ended.
-        ValueError: a checkpoint Python cannot read as Spark's, or facts recording batches
-            of a checkpoint Python cannot see.
+        ValueError: a checkpoint Python cannot read as Spark's, facts recording batches
+            of a checkpoint Python cannot see, a full re-snapshot while the stream's chunked
+            snapshot is open, or a chunked one while another stream's is open on ``target``.
     """
-    stream = _Stream(spark, raw, options, target, app_id, facts, checkpoint)
+    stream = _Stream(spark, raw, options, target, app_id, facts, checkpoint, chunked)
     state = read_state(checkpoint)
     if state.recovering is not None:
         log.info("%s: finishing the re-snapshot an earlier run began", app_id)
-        return _finish(stream, state, state.recovering)
+        return _resume(stream, state, state.recovering)
     point = _resume_point(stream, state)
     if point is None:
         return _generation(state, checkpoint, app_id)
@@ -176,6 +189,11 @@ def recover(
             f"resnapshot_interval_days={interval_days:g} ago. Keep CDC retention longer than "
             "the stream's downtime; to re-snapshot now, pass resnapshot_interval_days=0"
         )
+    if not chunked:
+        from mssql_cdc.pipeline.chunked import refuse_open_chunked
+
+        what = "on_data_loss='resnapshot' with snapshot='full'"
+        refuse_open_chunked(spark, facts, app_id, target, what)
     number = max(state.generation, snapshot_txn_version(spark, target, events_app_id(app_id))) + 1
     recovering = Recovering(number, point[0], from_ts, format_utc(loss.lost_to_ts))
     write_state(checkpoint, state.but(recovering=recovering))
@@ -192,7 +210,105 @@ def recover(
         number,
         generation_app_id(app_id, number),
     )
-    return _finish(stream, state.but(recovering=recovering), recovering)
+    return _resume(stream, state.but(recovering=recovering), recovering)
+
+
+def _resume(stream: _Stream, state: GenerationState, recovering: Recovering) -> Generation:
+    """Finishes ``recovering``: a full snapshot of it already in bronze is reused whatever the
+    mode; else a chunked re-snapshot is opened, or a full one read."""
+    if stream.chunked and not _reusable(stream, recovering):
+        return _open_chunked(stream, state, recovering)
+    return _finish(stream, state, recovering)
+
+
+def _own(app_id: str, sink_id: str) -> bool:
+    return sink_id == app_id or (
+        sink_id.startswith(app_id + ".g") and sink_id[len(app_id) + 2 :].isdigit()
+    )
+
+
+def _open_chunked(stream: _Stream, state: GenerationState, recovering: Recovering) -> Generation:
+    """Opens the chunked re-snapshot of ``recovering.generation`` (or reuses the one an
+    interrupted run opened, unless its own LSN is purged: then a newer one a generation
+    further), records the generation with its snapshot LSN S and returns it: the stream starts
+    at S at once, ``backfill()`` reads the table and writes the ``resnapshot`` row."""
+    spark, target, app_id, facts = stream.spark, stream.target, stream.app_id, stream.facts
+    number = recovering.generation
+    found = chunked_snapshot(spark, facts, app_id, target)
+    reused: tuple[str, datetime | None] | None = None
+    if found is not None and found.generation == number and found.kind == "resnapshot":
+        if find_loss(stream.options, Lsn.parse(found.snapshot_lsn)) is None:
+            reused = (found.snapshot_lsn, found.commit_ts)
+            log.info(
+                "%s: reusing the chunked re-snapshot at %s opened for generation %d",
+                app_id,
+                found.snapshot_lsn,
+                number,
+            )
+        else:
+            number += 1  # its own changes are purged already: abandoned
+    if reused is None:
+        others = [
+            s for s in open_chunked_snapshots(spark, facts, target) if not _own(app_id, s.app_id)
+        ]
+        if others:
+            other = others[0]
+            raise ValueError(
+                f"on_data_loss='resnapshot' with snapshot='chunked': the stream {other.app_id!r} "
+                f"has a chunked snapshot of {target.text} open (snapshot LSN "
+                f"{other.snapshot_lsn}, generation {other.generation}); a second one would "
+                "interleave its chunks. Finish it with backfill() first"
+            )
+        key = chunk_key(stream.options)
+        position = snapshot_position(stream.options)
+        recovering = replace(
+            recovering,
+            generation=number,
+            snapshot_lsn=str(position.lsn),
+            commit_ts=format_utc(position.commit_ts),
+        )
+        write_state(stream.checkpoint, state.but(recovering=recovering))
+        write_chunked_open(
+            spark,
+            facts,
+            app_id=generation_app_id(app_id, number),
+            snapshot_lsn=str(position.lsn),
+            commit_ts=position.commit_ts,
+            target=target,
+            keys=[name for name, _ in key],
+            generation=number,
+            stream_app_id=app_id,
+            lost_from_ts=parse_utc(recovering.from_ts),
+            lost_to_ts=parse_utc(recovering.lost_to_ts),
+        )
+        # read back: an open of this generation an interrupted run wrote wins (Delta skipped
+        # this one, same txnVersion)
+        again = chunked_snapshot(spark, facts, app_id, target)
+        if again is not None and again.generation == number:
+            reused = (again.snapshot_lsn, again.commit_ts)
+        else:
+            reused = (str(position.lsn), position.commit_ts)
+    lsn, commit_ts = reused
+    done = GenerationState(
+        generation=number,
+        snapshot_lsn=lsn,
+        commit_ts=format_utc(commit_ts),
+        at=_now(),
+        failed_at=state.failed_at,
+    )
+    write_state(stream.checkpoint, done)
+    sink_id = generation_app_id(app_id, number)
+    log.info(
+        "%s: chunked re-snapshot of %s opened at %s: generation %d (%s) starts there now; call "
+        "backfill(target, app_id=%r, facts_table=...) until it returns 'done' to read the table",
+        app_id,
+        target.text,
+        lsn,
+        number,
+        sink_id,
+        app_id,
+    )
+    return _generation(done, stream.checkpoint, app_id)
 
 
 def _reusable(stream: _Stream, recovering: Recovering) -> bool:

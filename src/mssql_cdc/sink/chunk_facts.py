@@ -12,6 +12,7 @@ call and ``mssql-cdc status`` need.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,7 +28,7 @@ from mssql_cdc.sink.facts_table import append_facts
 from mssql_cdc.sink.tables import TableRef, same_table, table_ref
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Column, SparkSession
 
 __all__ = [
     "ChunkFact",
@@ -69,6 +70,11 @@ class ChunkedSnapshot:
     complete: bool = False
     #: the target as the ``snapshot_open`` row names it
     target: str = ""
+    #: ``bootstrap`` (generation 0) or ``resnapshot`` (a re-snapshot after data loss)
+    kind: str = "bootstrap"
+    #: a re-snapshot's lost range, as its ``snapshot_open`` row records it
+    lost_from_ts: datetime | None = None
+    lost_to_ts: datetime | None = None
 
     @property
     def rows_done(self) -> int:
@@ -86,21 +92,31 @@ def write_chunked_open(
     target: TableRef,
     keys: Sequence[str],
     generation: int = 0,
+    stream_app_id: str | None = None,
+    lost_from_ts: datetime | None = None,
+    lost_to_ts: datetime | None = None,
 ) -> None:
     """Appends the ``snapshot_open`` row of a chunked snapshot once per generation
-    (``<app_id>#snapshots``, version the generation)."""
+    (``<stream_app_id>#snapshots``, version the generation). Generation 0 is a bootstrap
+    (``app_id`` the user's); generation ``n`` > 0 a re-snapshot after data loss: ``app_id`` is
+    its sink id ``<app_id>.g<n>``, ``stream_app_id`` the user's app_id (the idempotency key
+    every generation shares) and the lost range is recorded."""
     row = snapshot_open_row(
         app_id=app_id,
         snapshot_lsn=snapshot_lsn,
         commit_ts=commit_ts,
         target=target.text,
         written_at=utc_now(),
+        kind="resnapshot" if generation > 0 else "bootstrap",
         generation=generation,
+        lost_from_ts=lost_from_ts,
+        lost_to_ts=lost_to_ts,
         mode="chunked",
         extra={"keys": list(keys)},
     )
     meta = json.dumps({"app_id": app_id, "event": "snapshot_open", "snapshot_lsn": snapshot_lsn})
-    append_facts(spark, facts, [row], (snapshots_app_id(app_id), generation), meta)
+    txn = (snapshots_app_id(stream_app_id or app_id), generation)
+    append_facts(spark, facts, [row], txn, meta)
 
 
 def write_snapshot_plan(
@@ -191,10 +207,20 @@ def _json(text: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _stream_rows(app_id: str) -> Column:
+    """The facts rows of the stream ``app_id`` in every generation: ``app_id`` itself and its
+    generations' sink ids ``<app_id>.g<n>``."""
+    from pyspark.sql import functions as sf
+
+    generations = "^" + re.escape(app_id) + r"\.g[0-9]+$"
+    return (sf.col("app_id") == app_id) | sf.col("app_id").rlike(generations)
+
+
 def chunked_snapshot(
     spark: SparkSession, facts: TableRef, app_id: str, target: TableRef
 ) -> ChunkedSnapshot | None:
-    """The newest chunked snapshot ``app_id`` opened for ``target`` (in any spelling), with its
+    """The newest chunked snapshot the stream ``app_id`` opened for ``target`` (in any
+    spelling) in any generation (a chunked re-snapshot's rows carry ``<app_id>.g<n>``), with its
     plan, landed chunks and whether a ``bootstrap``/``resnapshot`` row of the stream closes it;
     ``None`` without one (or without a facts table)."""
     from pyspark.sql import functions as sf
@@ -205,12 +231,9 @@ def chunked_snapshot(
     rows = [
         r
         for r in facts.read(spark)
-        .where(
-            sf.col("event").isin(*events)
-            & (sf.col("app_id") == app_id)
-            & sf.col("max_lsn").isNotNull()
-        )
+        .where(sf.col("event").isin(*events) & _stream_rows(app_id) & sf.col("max_lsn").isNotNull())
         .select(
+            "app_id",
             "event",
             "rows",
             "min_lsn",
@@ -220,6 +243,8 @@ def chunked_snapshot(
             "detail",
             "target",
             "end_lsn",
+            "lost_from_ts",
+            "lost_to_ts",
         )
         .collect()
         if _same_target(spark, r["target"], target)
@@ -254,16 +279,20 @@ def chunked_snapshot(
             )
         elif r["event"] in ("bootstrap", "resnapshot") and str(r["max_lsn"]) >= lsn:
             complete = True
+    generation = int(detail.get("generation") or 0)
     return ChunkedSnapshot(
-        app_id=app_id,
+        app_id=str(newest["app_id"]),
         snapshot_lsn=lsn,
         commit_ts=newest["max_commit_ts"],
-        generation=int(detail.get("generation") or 0),
+        generation=generation,
         open_detail=detail,
         plan=plan,
         chunks=chunks,
         complete=complete,
         target=str(newest["target"]),
+        kind=str(detail.get("kind") or ("resnapshot" if generation > 0 else "bootstrap")),
+        lost_from_ts=newest["lost_from_ts"],
+        lost_to_ts=newest["lost_to_ts"],
     )
 
 
@@ -287,6 +316,7 @@ def open_chunked_snapshots(
         .collect()
     )
     out = []
+    seen: set[tuple[str, str]] = set()
     for r in sorted(found, key=lambda r: (str(r["app_id"]), str(r["target"]))):
         if r["target"] is None or r["app_id"] is None:
             continue
@@ -294,31 +324,32 @@ def open_chunked_snapshots(
         if target is not None and not same_table(spark, ref, target):
             continue
         snap = chunked_snapshot(spark, facts, str(r["app_id"]), ref)
-        if snap is not None and not snap.complete:
+        # a generation's sink id finds the same snapshot as the stream's app_id: listed once
+        if snap is not None and not snap.complete and (snap.app_id, snap.target) not in seen:
+            seen.add((snap.app_id, snap.target))
             out.append(snap)
     return out
 
 
 def newest_headroom(
     spark: SparkSession, facts: TableRef, app_id: str
-) -> tuple[float, datetime] | None:
-    """The retention headroom (hours) of ``app_id``'s newest micro-batch row that has one, and
-    when that row was written; ``None`` without one (no metrics directory, or no batch yet)."""
+) -> tuple[float | None, datetime] | None:
+    """The retention headroom (hours) of ``app_id``'s newest micro-batch row and when that row
+    was written; the hours are ``None`` when the row holds none (no metrics directory, or a
+    login that cannot read the cleanup job's retention); ``None`` without a batch row."""
     from pyspark.sql import functions as sf
 
     if not facts.exists(spark):
         return None
     row = (
         facts.read(spark)
-        .where(
-            (sf.col("app_id") == app_id)
-            & sf.col("event").isNull()
-            & sf.col("retention_headroom_hours").isNotNull()
-        )
+        .where((sf.col("app_id") == app_id) & sf.col("event").isNull())
+        .where(sf.col("batch_id").isNotNull())
         .orderBy(sf.col("batch_id").desc())
         .select("retention_headroom_hours", "written_at")
         .first()
     )
     if row is None:
         return None
-    return float(row["retention_headroom_hours"]), row["written_at"]
+    hours = row["retention_headroom_hours"]
+    return (None if hours is None else float(hours)), row["written_at"]

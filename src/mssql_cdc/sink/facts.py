@@ -427,12 +427,14 @@ def resnapshot_row(
     generation: int,
     target: str,
     written_at: datetime,
+    detail: Mapping[str, Any] | None = None,
 ) -> tuple[Any, ...]:
     """The ``resnapshot`` row of the re-snapshot that opens ``generation`` after data loss:
     ``app_id`` the generation's sink id (``<app_id>.g<n>``), ``min_lsn`` = ``max_lsn`` =
     ``end_lsn`` = the snapshot LSN, the lost range in ``lost_from_ts`` (commit time of the last
     offset processed; ``None`` when unknown) and ``lost_to_ts`` (of the oldest change CDC still
-    held), ``detail`` ``{"generation": n}``."""
+    held), ``detail`` ``{"generation": n}`` plus ``detail`` (a chunked re-snapshot's
+    ``{snapshot, chunks, rows, last_lsn}``)."""
     values = _event(
         "resnapshot",
         app_id=app_id,
@@ -447,6 +449,6 @@ def resnapshot_row(
         duration_ms=duration_ms,
         lost_from_ts=lost_from_ts,
         lost_to_ts=lost_to_ts,
-        detail=json.dumps({"generation": generation}),
+        detail=json.dumps({"generation": generation, **(detail or {})}, sort_keys=True),
     )
     return _row(values)

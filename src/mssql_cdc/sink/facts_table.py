@@ -151,10 +151,11 @@ def write_resnapshot(
     duration_ms: int | None,
     lost_from_ts: datetime | None,
     lost_to_ts: datetime | None,
+    detail: dict[str, Any] | None = None,
 ) -> None:
     """Appends the ``resnapshot`` row of ``generation`` once (``txnAppId`` ``<app_id>#events``
     of the user's app_id, ``txnVersion`` the generation); ``sink_id`` is its ``app_id``
-    column (``<app_id>.g<n>``)."""
+    column (``<app_id>.g<n>``); ``detail`` for a chunked re-snapshot's completion."""
     row = resnapshot_row(
         app_id=sink_id,
         snapshot_lsn=lsn,
@@ -167,6 +168,7 @@ def write_resnapshot(
         generation=generation,
         target=target.text,
         written_at=utc_now(),
+        detail=detail,
     )
     meta = json.dumps(
         {"app_id": sink_id, "event": "resnapshot", "snapshot_lsn": lsn, "generation": generation}
