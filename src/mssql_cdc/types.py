@@ -73,10 +73,21 @@ class ApplyResult:
 
 
 #: the values of :attr:`BackfillStatus.state`
-BackfillState = Literal["done", "paused", "in_progress"]
+BackfillState = Literal["done", "running", "waiting_headroom", "waiting_metrics", "no_snapshot"]
 
 #: the values of :data:`BackfillState`, in documentation order
-BACKFILL_STATES: tuple[BackfillState, ...] = ("done", "paused", "in_progress")
+BACKFILL_STATES: tuple[BackfillState, ...] = (
+    "done",
+    "running",
+    "waiting_headroom",
+    "waiting_metrics",
+    "no_snapshot",
+)
+
+#: the states in which a ``backfill()`` call paused (:attr:`BackfillStatus.paused`)
+_PAUSED_STATES: frozenset[BackfillState] = frozenset(
+    {"waiting_headroom", "waiting_metrics", "no_snapshot"}
+)
 
 
 @dataclass(frozen=True)
@@ -85,14 +96,20 @@ class BackfillStatus:
 
     Attributes:
         state: ``"done"`` (every chunk landed and the ``bootstrap`` facts row closed the
-            snapshot: stop calling), ``"paused"`` (nothing more was read this call, see
-            ``reason``; call again later) or ``"in_progress"`` (``max_waves`` or
-            ``max_seconds`` ran out: call again).
-        snapshot_lsn: the snapshot's LSN S (downstream rebuilds from it once done).
+            snapshot: stop calling); ``"running"`` (``max_waves`` or ``max_seconds`` ran out:
+            call again); ``"waiting_headroom"`` (paused: the stream's newest facts row shows
+            less CDC retention headroom than ``min_headroom_hours``; call again later);
+            ``"waiting_metrics"`` (paused: ``min_headroom_hours`` is set and the stream has
+            written no micro-batch facts row yet); ``"no_snapshot"`` (paused: the stream has
+            no chunked snapshot of the target: not opened yet, another target, ``app_id`` or
+            facts table, or the stream bootstraps with ``snapshot="full"``). See ``reason``.
+        snapshot: the snapshot's LSN S (downstream rebuilds from it once done); ``None`` in
+            state ``"no_snapshot"``.
         chunks_done: chunks landed in bronze (over every call).
-        chunks_planned: chunks in the plan.
+        chunks_total: chunks in the plan; ``None`` until the first ``backfill()`` call plans
+            them.
         rows_done: rows of the landed chunks.
-        rows_estimated: rows counted when the plan was made.
+        rows_estimated: rows counted when the plan was made (``0`` before).
         eta_seconds: the time the remaining chunks take at the pace measured so far; ``0.0``
             when done, ``None`` before any pace is known.
         waves: waves this call read.
@@ -100,9 +117,9 @@ class BackfillStatus:
     """
 
     state: BackfillState
-    snapshot_lsn: str
+    snapshot: str | None
     chunks_done: int
-    chunks_planned: int
+    chunks_total: int | None
     rows_done: int
     rows_estimated: int
     eta_seconds: float | None
@@ -111,10 +128,11 @@ class BackfillStatus:
 
     @property
     def done(self) -> bool:
-        """Whether the snapshot is complete."""
+        """Whether the snapshot is complete (state ``"done"``)."""
         return self.state == "done"
 
     @property
     def paused(self) -> bool:
-        """Whether the call paused (see :attr:`reason`)."""
-        return self.state == "paused"
+        """Whether the call paused (a ``waiting_*`` state or ``"no_snapshot"``; see
+        :attr:`reason`)."""
+        return self.state in _PAUSED_STATES

@@ -123,7 +123,7 @@ def test_chunked_snapshot_reads_every_key_once_while_the_table_changes(
 
     with caplog.at_level(logging.INFO, logger="mssql_cdc"):
         first = s.backfill(chunk_rows=3, max_waves=1, target_wave_seconds=0)
-    assert (first.state, first.chunks_done, first.chunks_planned) == ("in_progress", 2, 4)
+    assert (first.state, first.chunks_done, first.chunks_total) == ("running", 2, 4)
     assert (first.rows_done, first.rows_estimated) == (6, 11)
     assert first.eta_seconds is not None
     assert first.eta_seconds > 0
@@ -139,7 +139,7 @@ def test_chunked_snapshot_reads_every_key_once_while_the_table_changes(
     source.scan()
     s.run()
     done = s.backfill(chunk_rows=99)  # a later chunk_rows is ignored
-    assert (done.state, done.chunks_done, done.chunks_planned) == ("done", 4, 4)
+    assert (done.state, done.chunks_done, done.chunks_total) == ("done", 4, 4)
     assert (done.eta_seconds, done.waves) == (0.0, 1)
     assert any("chunk_rows=99 ignored" in r.getMessage() for r in caplog.records)
     again = s.backfill()  # a call after completion reads nothing
@@ -185,8 +185,10 @@ def test_backfill_resumes_after_crashes_pauses_for_headroom_and_keeps_one_mode(
     )
     source.scan()
     s = _Stream(spark, source, tmp_path, "dbo_orders")
-    with pytest.raises(ValueError, match="has no chunked snapshot"):
-        s.backfill()
+    none = s.backfill()  # nothing opened yet: a paused state, not an error
+    assert (none.state, none.paused, none.done, none.snapshot) == ("no_snapshot", True, False, None)
+    assert (none.chunks_done, none.chunks_total, none.waves) == (0, None, 0)
+    assert "has no chunked snapshot" in (none.reason or "")
     with pytest.raises(ValueError, match="snapshot='chunked' needs facts_table"):
         s.cdc.to_delta(str(s.bronze), "x", str(tmp_path / "x"), bootstrap=True, snapshot="chunked")
     s.run()
@@ -217,7 +219,12 @@ def test_backfill_resumes_after_crashes_pauses_for_headroom_and_keeps_one_mode(
         )
 
     paused = s.backfill(chunk_rows=3, min_headroom_hours=1e6)
-    assert (paused.state, paused.chunks_done, paused.chunks_planned) == ("paused", 0, 4)
+    assert (paused.state, paused.paused, paused.chunks_done, paused.chunks_total) == (
+        "waiting_headroom",
+        True,
+        0,
+        4,
+    )
     assert "below min_headroom_hours=1e+06" in (paused.reason or "")
 
     monkeypatch.setattr(backfill_module, "crash_point", _crash_at("after_append"))
@@ -230,7 +237,7 @@ def test_backfill_resumes_after_crashes_pauses_for_headroom_and_keeps_one_mode(
     assert any("without their facts rows" in r.getMessage() for r in caplog.records)
     monkeypatch.setattr(backfill_module, "crash_point", None)
     done = s.backfill()
-    assert (done.state, done.chunks_done, done.chunks_planned) == ("done", 4, 4)
+    assert (done.state, done.chunks_done, done.chunks_total) == ("done", 4, 4)
 
     snap = _bronze(spark, s.bronze).where("_operation = 0").collect()
     assert sorted(r["id"] for r in snap) == list(range(10))  # each key once, none missing

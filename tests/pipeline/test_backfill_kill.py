@@ -60,7 +60,7 @@ def test_backfill_killed_before_and_after_the_append_resumes_without_a_chunk_twi
     assert landed == 4  # chunks 0 and 1 (two rows each) in bronze, their facts rows not written
 
     status = cdc.backfill(bronze, app_id="killed", facts_table=facts)
-    assert (status.state, status.chunks_done, status.chunks_planned) == ("done", 4, 4)
+    assert (status.state, status.chunks_done, status.chunks_total) == ("done", 4, 4)
     snap = spark.read.format("delta").load(bronze).where("_operation = 0").collect()
     assert sorted(r["id"] for r in snap) == list(range(7))
     chunks = spark.read.format("delta").load(facts).where("event = 'snapshot_chunk'").collect()

@@ -404,8 +404,8 @@ def test_chunked_resnapshot_after_purge_is_filled_by_backfill_across_crashes(  #
     run(spark, source, tmp_path, "orders", "cp", **chunked)
     assert silver().finalized_until == silver_v0  # still open
     status = cdc.backfill(bronze, app_id="orders", facts_table=facts, min_headroom_hours=48)
-    assert (status.state, status.chunks_done, status.chunks_planned) == ("done", 4, 4)
-    assert status.snapshot_lsn == snap_lsn
+    assert (status.state, status.chunks_done, status.chunks_total) == ("done", 4, 4)
+    assert status.snapshot == snap_lsn
 
     rows = spark.read.format("delta").load(bronze).where(f"_snapshot = '{snap_lsn}'").collect()
     ids = [r["id"] for r in rows]

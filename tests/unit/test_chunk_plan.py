@@ -1,5 +1,5 @@
-"""Chunked snapshots without Spark: the chunks between planned bounds, and ``backfill()``'s
-argument checks (each error names the argument)."""
+"""Chunked snapshots without Spark: the chunks between planned bounds, ``backfill()``'s argument
+checks (each error names the argument), its pause states and its ``no_snapshot`` result."""
 
 from __future__ import annotations
 
@@ -67,8 +67,10 @@ def _pause_run(wanted: float | None):
     [
         # a young instance whose stream is caught up: the whole 3-day retention left
         ((72.0, 0.0), 48.0, None),
-        ((72.0, 30.0), 48.0, "retention headroom 42.00 h"),  # 30 h old: 42 h left
-        (None, 1.0, "no micro-batch facts row"),  # the stream has not run a batch yet
+        # 30 h old: 42 h left
+        ((72.0, 30.0), 48.0, ("waiting_headroom", "retention headroom 42.00 h")),
+        # the stream has not run a batch yet
+        (None, 1.0, ("waiting_metrics", "has written no micro-batch facts row")),
         ((None, 0.0), 1e6, None),  # unknown (NULL): go on, warned once
         ((None, 0.0), None, None),  # not asked
     ],
@@ -97,7 +99,51 @@ def test_headroom_pause(monkeypatch, caplog, newest, wanted, paused):
     if paused is None:
         assert (first, second) == (None, None)
     else:
-        assert paused in (first or "")
+        assert first is not None
+        assert first[0] == paused[0]
+        assert paused[1] in first[1]
+        assert second == first
     assert asked == ([] if wanted is None else ["orders.g1", "orders.g1"])
     warned = [r for r in caplog.records if "not applied" in r.getMessage()]
     assert len(warned) == (1 if newest is not None and newest[0] is None and wanted else 0)
+
+
+@pytest.mark.parametrize(
+    ("whole", "reason"),
+    [
+        (None, "has no chunked snapshot of bronze.orders in the facts table ops.facts"),
+        ("0x00000010000000200003", "took a full snapshot of bronze.orders at 0x0000001000000"),
+    ],
+)
+def test_backfill_without_a_chunked_snapshot_returns_no_snapshot(
+    monkeypatch, caplog, whole, reason
+):
+    import logging
+
+    from mssql_cdc.pipeline import backfill as module
+    from mssql_cdc.sink import table_ref
+
+    monkeypatch.setattr(module, "chunked_snapshot", lambda spark, facts, app_id, target: None)
+    monkeypatch.setattr(module, "bootstrap_lsn", lambda spark, facts, app_id, target: whole)
+    raw = {"connectionString": "Server=localhost;Database=shop", "captureInstance": "dbo_orders"}
+    with caplog.at_level(logging.WARNING, logger="mssql_cdc"):
+        status = module.backfill(
+            None,  # type: ignore[arg-type]
+            raw,
+            target=table_ref("bronze.orders", "target"),
+            app_id="orders",
+            facts=table_ref("ops.facts", "facts_table"),
+            args=check_backfill_args(**{**ARGS, "min_headroom_hours": 1.0}),
+        )
+    assert (status.state, status.paused, status.done) == ("no_snapshot", True, False)
+    assert (status.snapshot, status.chunks_done, status.chunks_total, status.waves) == (
+        None,
+        0,
+        None,
+        0,
+    )
+    assert (status.rows_done, status.rows_estimated, status.eta_seconds) == (0, 0, None)
+    assert reason in (status.reason or "")
+    assert [r.getMessage() for r in caplog.records if "read nothing" in r.getMessage()] == [
+        f"orders: backfill() read nothing: {status.reason}"
+    ]

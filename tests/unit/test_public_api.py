@@ -91,5 +91,20 @@ def test_backfill_surface_is_typed():
     assert mssql_cdc.BackfillStatus is BackfillStatus
     assert mssql_cdc.CdcStream.backfill.__annotations__["return"] == "BackfillStatus"
     assert typing.get_args(typing.get_type_hints(BackfillStatus)["state"]) == BACKFILL_STATES
-    status = BackfillStatus("paused", "0x01", 1, 4, 3, 12, None, reason="headroom")
-    assert (status.paused, status.done) == (True, False)
+    assert BACKFILL_STATES == (
+        "done",
+        "running",
+        "waiting_headroom",
+        "waiting_metrics",
+        "no_snapshot",
+    )
+    status = BackfillStatus("waiting_headroom", "0x01", 1, 4, 3, 12, None, reason="headroom")
+    assert (status.paused, status.done, status.snapshot, status.chunks_total) == (
+        True,
+        False,
+        "0x01",
+        4,
+    )
+    paused = {s for s in BACKFILL_STATES if BackfillStatus(s, None, 0, None, 0, 0, None).paused}
+    assert paused == {"waiting_headroom", "waiting_metrics", "no_snapshot"}
+    assert BackfillStatus("done", "0x01", 4, 4, 12, 12, 0.0).done

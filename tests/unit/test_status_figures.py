@@ -134,3 +134,35 @@ def test_watch_redraws_and_returns_the_breach_exit_code():
     drawn = out.getvalue()
     assert "ingestion lag 15.0 min > 5 min" in drawn
     assert "bootstrap" in drawn
+
+
+def test_status_shows_open_chunked_snapshots_with_the_backfill_names():
+    from mssql_cdc.cli.snapshot_progress import progress_json, progress_text
+    from mssql_cdc.types import BackfillStatus
+
+    planned = BackfillStatus("running", "0x00000010000000200003", 2, 4, 6, 11, 90.0)
+    unplanned = BackfillStatus(
+        "running", "0x00000010000000200004", 0, None, 0, 0, None, reason="not planned yet"
+    )
+    progress = [("orders", "bronze.orders", planned), ("items", "bronze.items", unplanned)]
+    text = progress_text(progress)
+    assert "2 of 4" in text
+    assert "0 of ?" in text
+    assert "1m30s" in text
+    got = progress_json(progress)
+    assert got[0] == {
+        "app_id": "orders",
+        "target": "bronze.orders",
+        "state": "running",
+        "snapshot": "0x00000010000000200003",
+        "chunks_done": 2,
+        "chunks_total": 4,
+        "rows_done": 6,
+        "rows_estimated": 11,
+        "eta_seconds": 90.0,
+        "waves": 0,
+        "reason": None,
+        "done": False,
+        "paused": False,
+    }
+    assert (got[1]["chunks_total"], got[1]["reason"]) == (None, "not planned yet")

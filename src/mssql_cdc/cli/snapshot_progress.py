@@ -1,7 +1,10 @@
 """``mssql-cdc status``: the progress of each open chunked snapshot (docs/monitoring.md,
 docs/bootstrap.md#chunked-snapshots-and-backfill): rows done of the estimate, chunks done of
-planned, and the ETA at the pace measured so far, as ``CdcStream.backfill()`` reports them
-(:func:`mssql_cdc.pipeline.backfill.open_progress` computes both)."""
+total (``?`` before the first ``backfill()`` call planned them), and the ETA at the pace
+measured so far, as ``CdcStream.backfill()`` reports them
+(:func:`mssql_cdc.pipeline.backfill.open_progress` computes both); ``--json`` gives every
+``BackfillStatus`` field (``snapshot``, ``chunks_total``, ``state``, ...) plus ``done`` and
+``paused``."""
 
 from __future__ import annotations
 
@@ -36,6 +39,10 @@ def _eta(seconds: float | None) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
+def _total(chunks: int | None) -> str:
+    return "?" if chunks is None else f"{chunks:,}"
+
+
 def progress_text(progress: list[Progress]) -> str:
     """A table of open chunked snapshots ("" without any)."""
     if not progress:
@@ -44,9 +51,9 @@ def progress_text(progress: list[Progress]) -> str:
         (
             app_id,
             target,
-            s.snapshot_lsn,
+            s.snapshot or "",
             f"{s.rows_done:,} of {s.rows_estimated:,}",
-            f"{s.chunks_done:,} of {s.chunks_planned:,}",
+            f"{s.chunks_done:,} of {_total(s.chunks_total)}",
             _eta(s.eta_seconds),
             s.reason or "",
         )
@@ -58,4 +65,7 @@ def progress_text(progress: list[Progress]) -> str:
 
 def progress_json(progress: list[Progress]) -> list[dict[str, Any]]:
     """The same as JSON-ready dicts."""
-    return [{"app_id": a, "target": t, **asdict(s)} for a, t, s in progress]
+    return [
+        {"app_id": a, "target": t, **asdict(s), "done": s.done, "paused": s.paused}
+        for a, t, s in progress
+    ]

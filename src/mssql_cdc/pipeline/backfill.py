@@ -4,8 +4,9 @@ stream (docs/bootstrap.md#chunked-snapshots-and-backfill; ADRs 0160-0162).
 Runs on the driver, in the calling Python process (it must reach SQL Server). One call:
 
 1. finds the stream's newest chunked snapshot of the target in the facts table
-   (:func:`mssql_cdc.sink.chunked_snapshot`); none is a ``ValueError``, a closed one returns
-   ``done``;
+   (:func:`mssql_cdc.sink.chunked_snapshot`); none returns state ``no_snapshot`` at once
+   (paused, with the reason: not opened yet, another target/app_id/facts table, or a stream
+   that bootstraps with ``snapshot="full"``), a closed one returns ``done``;
 2. plans it once: the first call cuts the table into chunks of ``chunk_rows`` keys
    (:func:`mssql_cdc.source.plan_chunks`) and records the plan in the ``snapshot_plan`` facts
    row; every later call, after any crash, reads the plan back and never plans again;
@@ -13,8 +14,10 @@ Runs on the driver, in the calling Python process (it must reach SQL Server). On
    under ``<app_id>#snapchunks.<S>`` says which chunks landed (chunks land in plan order, the
    version is the wave's last chunk), the missing ``snapshot_chunk`` rows are written from the
    rows bronze holds;
-4. reads waves: before each, pauses when the stream's newest facts row shows less retention
-   headroom than ``min_headroom_hours`` (minus that row's age); records the wave's stamp L
+4. reads waves: before each, pauses (``waiting_headroom``) when the stream's newest facts row
+   shows less retention headroom than ``min_headroom_hours`` (minus that row's age), or
+   (``waiting_metrics``) when the stream has written no micro-batch facts row yet; stops with
+   ``running`` when ``max_waves``/``max_seconds`` ran out; records the wave's stamp L
    (``sys.fn_cdc_get_max_lsn()``, >= S), reads the next chunks through
    ``format("mssql_cdc_snapshot")`` with ``snapshotChunks`` (one partition per chunk, rows
    stamped L), appends them in one commit (``txnVersion`` the wave's last chunk: a replay is
@@ -51,6 +54,7 @@ from mssql_cdc.sink import (
     ChunkedSnapshot,
     ChunkFact,
     TableRef,
+    bootstrap_lsn,
     chunk_rows,
     chunked_snapshot,
     newest_headroom,
@@ -64,7 +68,7 @@ from mssql_cdc.sink import (
     write_snapshot_plan,
 )
 from mssql_cdc.source import chunk_key, plan_chunks, snapshot_position
-from mssql_cdc.types import BackfillStatus
+from mssql_cdc.types import BackfillState, BackfillStatus
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -168,30 +172,30 @@ class _Run:
 
 def _status(
     snap: ChunkedSnapshot,
-    plan: dict[str, Any],
+    plan: dict[str, Any] | None,
     chunks: dict[int, ChunkFact],
-    state: str,
+    state: BackfillState,
     *,
     waves: int,
     reason: str | None = None,
 ) -> BackfillStatus:
-    planned = len(plan["chunks"])
+    planned = None if plan is None else len(plan["chunks"])
     done_rows = sum(c.rows for c in chunks.values())
-    estimate = max(int(plan.get("rows") or 0), done_rows)
+    estimate = max(int((plan or {}).get("rows") or 0), done_rows)
     eta: float | None = None
     if state == "done":
         eta = 0.0
-    else:
+    elif planned is not None:
         paces = {c.wave: (c.wave_ms, c.wave_chunks) for c in chunks.values() if c.wave_ms}
         if paces:
             ms = sum(p[0] for p in paces.values() if p[0] is not None)
             count = sum(p[1] for p in paces.values())
             eta = ms / 1000.0 / max(count, 1) * (planned - len(chunks))
     return BackfillStatus(
-        state=state,  # type: ignore[arg-type]
-        snapshot_lsn=snap.snapshot_lsn,
+        state=state,
+        snapshot=snap.snapshot_lsn,
         chunks_done=len(chunks),
-        chunks_planned=planned,
+        chunks_total=planned,
         rows_done=done_rows,
         rows_estimated=estimate,
         eta_seconds=eta,
@@ -202,15 +206,14 @@ def _status(
 
 def open_progress(spark: SparkSession, facts: TableRef) -> list[tuple[str, str, BackfillStatus]]:
     """``(app_id, target, status)`` of every chunked snapshot the facts table holds open (the
-    progress ``mssql-cdc status`` shows): ``in_progress``, or ``paused`` before the plan."""
+    progress ``mssql-cdc status`` shows): state ``running`` (call ``backfill()`` again), with
+    ``chunks_total`` ``None`` and a note before the first call planned it."""
     from mssql_cdc.sink import open_chunked_snapshots
 
     out = []
     for snap in open_chunked_snapshots(spark, facts):
-        plan = snap.plan or {"chunks": [], "rows": 0}
-        state = "in_progress" if snap.plan is not None else "paused"
         reason = None if snap.plan is not None else "not planned yet: run backfill()"
-        status = _status(snap, plan, snap.chunks, state, waves=0, reason=reason)
+        status = _status(snap, snap.plan, snap.chunks, "running", waves=0, reason=reason)
         out.append((snap.app_id, snap.target, status))
     return out
 
@@ -341,16 +344,20 @@ def _repair(
         chunks[fact.chunk] = fact
 
 
-def _headroom_pause(run: _Run, sink_id: str) -> str | None:
-    """Why the next wave waits for retention headroom, or ``None``."""
+def _headroom_pause(run: _Run, sink_id: str) -> tuple[BackfillState, str] | None:
+    """The state and reason why the next wave waits for retention headroom, or ``None``:
+    ``waiting_metrics`` while the stream has written no micro-batch facts row,
+    ``waiting_headroom`` while its newest row's headroom is short."""
     wanted = run.args.min_headroom_hours
     if wanted is None:
         return None
     found = newest_headroom(run.spark, run.facts, sink_id)
     if found is None:
         return (
-            f"min_headroom_hours={wanted:g}: no micro-batch facts row of {sink_id!r} shows the "
-            "retention headroom yet (the stream needs a metrics directory and one batch)"
+            "waiting_metrics",
+            f"min_headroom_hours={wanted:g}: the stream {sink_id!r} has written no micro-batch "
+            "facts row yet, so its retention headroom is unknown: run the stream (one "
+            "micro-batch) and call backfill() again",
         )
     hours, written_at = found
     if hours is None:
@@ -369,9 +376,10 @@ def _headroom_pause(run: _Run, sink_id: str) -> str | None:
     left = hours - age
     if left < wanted:
         return (
+            "waiting_headroom",
             f"retention headroom {left:.2f} h (the stream's newest facts row: {hours:.2f} h, "
             f"{age:.2f} h old) is below min_headroom_hours={wanted:g}: the stream must catch "
-            "up before more chunks are read"
+            "up before more chunks are read",
         )
     return None
 
@@ -510,6 +518,36 @@ def _close(run: _Run, snap: ChunkedSnapshot, chunks: dict[int, ChunkFact]) -> No
     )
 
 
+def _no_snapshot(run: _Run) -> BackfillStatus:
+    """State ``no_snapshot``: the stream has no chunked snapshot of the target in the facts
+    table; the reason says whether it took a whole (``snapshot="full"``) one instead."""
+    whole = bootstrap_lsn(run.spark, run.facts, run.app_id, run.target)
+    if whole is not None:
+        why = (
+            f"the stream {run.app_id!r} took a full snapshot of {run.target.text} at {whole} "
+            "(snapshot='full'): there is nothing to backfill"
+        )
+    else:
+        why = (
+            f"the stream {run.app_id!r} has no chunked snapshot of {run.target.text} in the "
+            f"facts table {run.facts.text}: open one with to_delta(..., bootstrap=True, "
+            "snapshot='chunked', facts_table=...) and pass backfill() the same target, app_id "
+            "and facts_table"
+        )
+    log.warning("%s: backfill() read nothing: %s", run.app_id, why)
+    return BackfillStatus(
+        state="no_snapshot",
+        snapshot=None,
+        chunks_done=0,
+        chunks_total=None,
+        rows_done=0,
+        rows_estimated=0,
+        eta_seconds=None,
+        waves=0,
+        reason=why,
+    )
+
+
 def backfill(
     spark: SparkSession,
     raw: dict[str, str],
@@ -521,9 +559,11 @@ def backfill(
 ) -> BackfillStatus:
     """Reads the stream's open chunked snapshot in waves (see the module doc).
 
+    Returns state ``no_snapshot`` (paused, with the reason) at once when the stream has no
+    chunked snapshot of ``target`` in ``facts``.
+
     Raises:
-        ValueError: the stream has no chunked snapshot of ``target``, or the table's key
-            changed since the plan.
+        ValueError: the table's key changed since the plan.
     """
     raw = dict(raw)
     if args.isolation is not None:
@@ -531,12 +571,7 @@ def backfill(
     run = _Run(spark, raw, parse_options(raw), target, app_id, facts, args)
     snap = chunked_snapshot(spark, facts, app_id, target)
     if snap is None:
-        raise ValueError(
-            f"backfill(): the stream {app_id!r} has no chunked snapshot of {target.text} in "
-            f"the facts table {facts.text}: open one with to_delta(..., bootstrap=True, "
-            "snapshot='chunked', facts_table=...) and pass the same target, app_id and "
-            "facts_table"
-        )
+        return _no_snapshot(run)
     run.app_id = snap.app_id  # a re-snapshot's rows and headroom are its generation's
     plan = _plan(run, snap)
     chunks = dict(snap.chunks)
@@ -547,13 +582,14 @@ def backfill(
     clock, waves = time.monotonic(), 0
     while len(chunks) < planned:
         if args.max_waves is not None and waves >= args.max_waves:
-            return _status(snap, plan, chunks, "in_progress", waves=waves)
+            return _status(snap, plan, chunks, "running", waves=waves)
         if args.max_seconds is not None and time.monotonic() - clock >= args.max_seconds:
-            return _status(snap, plan, chunks, "in_progress", waves=waves)
-        reason = _headroom_pause(run, run.app_id)
-        if reason is not None:
-            log.info("%s: backfill paused: %s", run.app_id, reason)
-            return _status(snap, plan, chunks, "paused", waves=waves, reason=reason)
+            return _status(snap, plan, chunks, "running", waves=waves)
+        pause = _headroom_pause(run, run.app_id)
+        if pause is not None:
+            state, reason = pause
+            log.info("%s: backfill paused (%s): %s", run.app_id, state, reason)
+            return _status(snap, plan, chunks, state, waves=waves, reason=reason)
         first = max(chunks, default=-1) + 1
         numbers = list(range(first, min(first + _wave_size(run, chunks), planned)))
         for fact in _read_wave(run, snap, plan, numbers):

@@ -485,11 +485,17 @@ class CdcStream:
                 chunk reads; ``None``: the stream's ``isolationLevel`` option.
 
         Returns:
-            The :class:`~mssql_cdc.types.BackfillStatus`.
+            The :class:`~mssql_cdc.types.BackfillStatus`: state ``"done"`` (stop calling),
+            ``"running"`` (``max_waves``/``max_seconds`` ran out: call again),
+            ``"waiting_headroom"`` or ``"waiting_metrics"`` (paused before a wave: too little
+            retention headroom, or no micro-batch facts row yet; call again later), or
+            ``"no_snapshot"`` (paused at once, nothing read: ``app_id``'s stream has no
+            chunked snapshot of ``target`` in ``facts_table``; not opened yet, another
+            target/app_id/facts table, or a stream that bootstraps with ``snapshot="full"``).
+            ``reason`` says why a call paused.
 
         Raises:
-            TypeError, ValueError: a bad argument; no chunked snapshot of ``target`` opened by
-                ``app_id``'s stream; a key that changed since the plan.
+            TypeError, ValueError: a bad argument; a key that changed since the plan.
             PermissionError, SqlServerError: from the reads of SQL Server.
         """
         from mssql_cdc.pipeline.backfill import backfill, check_backfill_args
