@@ -222,7 +222,7 @@ def range_deletes(
     )
     ranges = ranges.join(stamps_ts, _CHUNK, "left").withColumn(
         "stamp_ts",
-        sf.coalesce(sf.col("stamp_ts"), sf.lit(waves.commit_ts).cast("timestamp_ntz")),
+        sf.coalesce(sf.col("stamp_ts"), sf.lit(_text(waves.commit_ts)).cast("timestamp_ntz")),
     )
     quoted = f"`{key.replace('`', '``')}`"
     value = sf.col(f"s.{quoted}")
@@ -254,3 +254,8 @@ def _one(bound: list[Any] | None) -> object:
     if isinstance(bound, list):
         return bound[0] if bound else None
     return bound
+
+
+def _text(ts: datetime | None) -> str | None:
+    """A naive UTC time as text, so Spark reads it without the session's time zone."""
+    return None if ts is None else ts.isoformat()
