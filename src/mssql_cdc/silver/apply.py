@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mssql_cdc.finalization import retry_conflicts, truncate
-from mssql_cdc.silver import plan, rules, scd2
+from mssql_cdc.silver import plan, rules, scd2, waves
+from mssql_cdc.silver.held import loss_check
 from mssql_cdc.silver.table import check_silver_kind, ensure_silver, merge
 from mssql_cdc.sink import (
     SilverPosition,
@@ -201,14 +202,28 @@ def apply_changes(
     lower = base.lsn if base else (None if rebuild or position is None else position.applied_lsn)
     found = plan.scan(df, lower)
     _check_instances(found.instances, instance, info)
+    landed = (
+        waves.pending_waves(
+            spark,
+            bronze_ref,
+            facts_ref,
+            position=position,
+            complete_lsn=snapshot.lsn if snapshot else None,
+            rebuild=rebuild,
+        )
+        if facts_ref is not None
+        else None
+    )
 
     old_applied = position.applied_lsn if position else None
-    candidates = [x for x in (found.upper, base.lsn if base else None, old_applied) if x]
+    # the chunks of an open snapshot at S come with every change after S: S is a position
+    opened = landed.snapshot_lsn if landed else None
+    candidates = [x for x in (found.upper, base.lsn if base else None, old_applied, opened) if x]
     applied = max(candidates) if candidates else None
     counts = (0, 0, 0)
-    if rebuild or found.rows:
+    if rebuild or found.rows or landed:
         ensure_silver(spark, target_ref, captured_fields, scd)
-        rows = plan.changes(df, lower, found.upper, base)
+        rows = _rows(spark, df, target_ref, lower, applied, base, landed, key_columns, scd)
         counts = _merge(
             spark,
             target_ref,
@@ -232,11 +247,13 @@ def apply_changes(
         snapshot=snapshot,
         bronze_row=bronze_verdict,
         granularity=granularity,
+        lost_after=loss_check(options, instance) if options else None,
     )
     held = position.finalized_until if position else None
     moves = verdict is not None and (held is None or verdict > held)
     snapshot_lsn = base.lsn if base else (position.snapshot_lsn if position else None)
-    if rebuild or applied != old_applied or moves:
+    open_lsn, wave = _open_position(position, landed, snapshot_lsn)
+    if rebuild or applied != old_applied or moves or landed:
         new = SilverPosition(
             target_ref.text,
             applied,
@@ -244,6 +261,8 @@ def apply_changes(
             verdict if moves else None,
             end_lsn=bronze_verdict.end_lsn if moves and bronze_verdict else None,
             end_commit_ts=bronze_verdict.end_commit_ts if moves and bronze_verdict else None,
+            open_snapshot_lsn=open_lsn,
+            snapshot_wave=wave,
         )
         retry_conflicts(
             lambda: _write_position(spark, control_ref, new), f"apply_changes {target} position"
@@ -264,7 +283,7 @@ def apply_changes(
         bronze,
         target,
         scd,
-        f"rebuilt from snapshot {base.lsn}" if base else ("rebuilt" if rebuild else "applied"),
+        _what(base, rebuild, landed),
         found.rows,
         *counts,
         applied,
@@ -272,6 +291,68 @@ def apply_changes(
         time.monotonic() - started,
     )
     return result
+
+
+def _what(base: plan.Snapshot | None, rebuild: bool, landed: waves.Waves | None) -> str:
+    done = f"rebuilt from snapshot {base.lsn}" if base else ("rebuilt" if rebuild else "applied")
+    if landed is None:
+        return done
+    numbers = [c.number for c in landed.chunks]
+    return (
+        f"{done} with chunks {numbers[0]}-{numbers[-1]} of the open snapshot {landed.snapshot_lsn}"
+    )
+
+
+def _open_position(
+    position: SilverPosition | None, landed: waves.Waves | None, snapshot_lsn: str | None
+) -> tuple[str | None, int | None]:
+    """The control table's ``(open_snapshot_lsn, snapshot_wave)`` after a call: the chunks it
+    applied, else the previous ones while that snapshot is newer than the one silver rebuilt
+    from."""
+    if landed is not None:
+        return landed.snapshot_lsn, landed.last
+    if position is None or position.open_snapshot_lsn is None:
+        return None, None
+    if snapshot_lsn is not None and position.open_snapshot_lsn <= snapshot_lsn:
+        return None, None
+    return position.open_snapshot_lsn, position.snapshot_wave
+
+
+def _rows(  # noqa: PLR0917 (the call's state, passed through)
+    spark: SparkSession,
+    df: DataFrame,
+    target: TableRef,
+    lower: str | None,
+    upper: str | None,
+    base: plan.Snapshot | None,
+    landed: waves.Waves | None,
+    keys: list[str],
+    scd: int,
+) -> DataFrame:
+    """The bronze rows one call applies: the changes beyond ``lower`` (from the lowest stamp
+    of the chunks it applies, when lower), the rebuild's snapshot rows, the landed chunks and
+    their range deletes (``silver.waves``)."""
+    if landed is None:
+        return plan.changes(df, lower, upper, base)
+    if lower is not None and base is None:
+        lower = min(lower, landed.first_stamp)
+    picked = waves.chunk_rows(df.columns, landed)
+    rows = plan.changes(df, lower, upper, base, also=picked)
+    key_type = waves.range_key_type(
+        keys, landed.keys, {f.name: f.dataType for f in df.schema.fields}
+    )
+    if key_type is None:
+        return rows
+    deletes = waves.range_deletes(
+        spark,
+        target.read(spark),
+        df.where(picked),
+        landed,
+        key=keys[0],
+        key_type=key_type,
+        scd_type=scd,
+    )
+    return rows.unionByName(deletes, allowMissingColumns=True)
 
 
 def _merge(
@@ -300,7 +381,9 @@ def _merge(
     silver = target.read(spark)
     events = plan.transaction_images(rows, keys, captured, bronze_columns)
     if base is not None:
-        snapshot_rows = rows.where("_operation = 0")
+        from mssql_cdc.pipeline.snapshots import snapshot_rows_condition
+
+        snapshot_rows = rows.where(snapshot_rows_condition(bronze_columns, base.lsn))
         events = events.unionByName(
             scd2.snapshot_deletes(
                 silver,
@@ -327,6 +410,7 @@ def _verdict(
     snapshot: plan.Snapshot | None,
     bronze_row: SilverPosition | None,
     granularity: str,
+    lost_after: Callable[[str], bool] | None,
 ) -> datetime | None:
     """Silver's verdict: bronze's (as read before bronze) truncated to the granularity; none
     without a facts table (warned once) or while a snapshot of bronze is open."""
@@ -341,7 +425,7 @@ def _verdict(
             target.text,
         )
         return None
-    if plan.snapshot_is_open(spark, bronze, facts, snapshot):
+    if plan.snapshot_is_open(spark, bronze, facts, snapshot, lost_after):
         log.info(
             "apply_changes %s: a snapshot of %s is open; verdict held", target.text, bronze.text
         )

@@ -14,9 +14,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mssql_cdc.silver.rules import DELETE_COLUMN, order_columns
-from mssql_cdc.sink.facts_table import newest_snapshot_open
+from mssql_cdc.sink.facts_table import last_batch, newest_snapshot_opened
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import Column, DataFrame, SparkSession
 
     from mssql_cdc.sink import TableRef
@@ -67,12 +69,38 @@ def newest_snapshot(
 
 
 def snapshot_is_open(
-    spark: SparkSession, bronze: TableRef, facts: TableRef, done: Snapshot | None
+    spark: SparkSession,
+    bronze: TableRef,
+    facts: TableRef,
+    done: Snapshot | None,
+    lost_after: Callable[[str], bool] | None = None,
 ) -> bool:
     """True when the facts table records a ``snapshot_open`` for bronze newer than its newest
-    complete snapshot ``done``: a snapshot is being taken, so bronze's verdict is held."""
-    opened = newest_snapshot_open(spark, facts, bronze)
-    return opened is not None and (done is None or opened > done.lsn)
+    complete snapshot ``done`` that is not abandoned (``silver.held``; checked only with
+    ``lost_after``, the data-loss question): a snapshot is being taken, so bronze's verdict is
+    held."""
+    from mssql_cdc.silver.held import abandoned
+
+    opened = newest_snapshot_opened(spark, facts, bronze)
+    if opened is None or (done is not None and opened.lsn <= done.lsn):
+        return False
+    if lost_after is None:
+        return True
+    stream_end = None
+    if opened.mode == "chunked":
+        batch = last_batch(spark, facts, opened.app_id)
+        stream_end = batch.end_lsn if batch is not None else None
+    if abandoned(opened.mode, opened.lsn, stream_end, lost_after):
+        log.warning(
+            "the %s snapshot of %s at %s (stream %s) can never complete: CDC no longer holds "
+            "the changes it needs; it no longer holds silver's verdict",
+            opened.mode,
+            bronze.text,
+            opened.lsn,
+            opened.app_id,
+        )
+        return False
+    return True
 
 
 def _after(lower: str | None) -> Column:
@@ -102,10 +130,15 @@ def scan(bronze: DataFrame, lower: str | None) -> Scan:
 
 
 def changes(
-    bronze: DataFrame, lower: str | None, upper: str | None, snapshot: Snapshot | None
+    bronze: DataFrame,
+    lower: str | None,
+    upper: str | None,
+    snapshot: Snapshot | None,
+    also: Column | None = None,
 ) -> DataFrame:
-    """The rows a call applies: change rows in ``(lower, upper]`` and, on a rebuild, the rows
-    of ``snapshot`` (``lower`` is then the snapshot's LSN)."""
+    """The rows a call applies: change rows in ``(lower, upper]``, on a rebuild the rows of
+    ``snapshot`` (``lower`` is then the snapshot's LSN), and the rows ``also`` picks (the
+    landed chunks of an open snapshot, ``silver.waves``)."""
     from pyspark.sql import functions as sf
 
     picked = _after(lower)
@@ -117,6 +150,8 @@ def changes(
         from mssql_cdc.pipeline.snapshots import snapshot_rows_condition
 
         picked = picked | snapshot_rows_condition(bronze.columns, snapshot.lsn)
+    if also is not None:
+        picked = picked | also
     return bronze.where(picked)
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "last_batch",
     "newest_snapshot_event",
     "newest_snapshot_open",
+    "newest_snapshot_opened",
     "recent_events",
     "recorded_targets",
     "stream_summaries",
@@ -318,27 +319,48 @@ def facts_history(spark: SparkSession, facts_table: str, since: datetime | None 
     return df.orderBy("app_id", "written_at", "batch_id").toArrow()
 
 
-def newest_snapshot_open(spark: SparkSession, facts: TableRef, target: TableRef) -> str | None:
-    """The LSN of the newest ``snapshot_open`` row written for ``target`` (in any spelling), by
-    any stream; ``None`` without one. Open until a ``bootstrap``/``resnapshot`` row for the
-    target reaches it (:func:`newest_snapshot_event`)."""
+@dataclass(frozen=True)
+class SnapshotOpen:
+    """The newest ``snapshot_open`` row of a target: its LSN, the stream (``app_id``) that
+    wrote it and its mode (``full`` or ``chunked``)."""
+
+    lsn: str
+    app_id: str
+    mode: str
+
+
+def newest_snapshot_opened(
+    spark: SparkSession, facts: TableRef, target: TableRef
+) -> SnapshotOpen | None:
+    """The newest ``snapshot_open`` row written for ``target`` (in any spelling), by any
+    stream; ``None`` without one. Open until a ``bootstrap``/``resnapshot`` row for the target
+    reaches it (:func:`newest_snapshot_event`)."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as sf
 
     if not facts.exists(spark):
         return None
+    newest = Window.partitionBy("target").orderBy(sf.col("min_lsn").desc())
     rows = (
         facts.read(spark)
         .where((sf.col("event") == "snapshot_open") & sf.col("min_lsn").isNotNull())
-        .groupBy("target")
-        .agg(sf.max("min_lsn").alias("lsn"))
+        .withColumn("_n", sf.row_number().over(newest))
+        .where(sf.col("_n") == 1)
+        .select("target", "min_lsn", "app_id", sf.get_json_object("detail", "$.mode").alias("m"))
         .collect()
     )
     found = [
-        str(r["lsn"])
+        SnapshotOpen(str(r["min_lsn"]), str(r["app_id"]), str(r["m"] or "full"))
         for r in rows
         if r["target"] is not None and same_table(spark, table_ref(r["target"], "target"), target)
     ]
-    return max(found) if found else None
+    return max(found, key=lambda f: f.lsn) if found else None
+
+
+def newest_snapshot_open(spark: SparkSession, facts: TableRef, target: TableRef) -> str | None:
+    """The LSN of :func:`newest_snapshot_opened`; ``None`` without one."""
+    found = newest_snapshot_opened(spark, facts, target)
+    return None if found is None else found.lsn
 
 
 def stream_summaries(spark: SparkSession, facts_table: str) -> list[Row]:
