@@ -9,7 +9,7 @@ from datetime import datetime
 
 from mssql_cdc._metrics import metrics_dir
 from mssql_cdc.sink.facts import event_rows, event_warnings
-from mssql_cdc.source.run_warnings import RunWarnings
+from mssql_cdc.source.run_warnings import AS_EVENT, RunWarnings
 
 log = logging.getLogger("mssql_cdc.source")
 
@@ -49,6 +49,7 @@ def test_only_the_calling_thread_and_never_outside_the_block(tmp_path):
         other.start()
         other.join()
         logging.getLogger("mssql_cdc.metrics").warning("the metrics directory's own")
+        log.warning("DDL at 0x05 inside the batch", extra=AS_EVENT)  # an event row carries it
     log.warning("after the block")
     assert _messages(path) == []
     # the collector is gone

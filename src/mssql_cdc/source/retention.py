@@ -29,6 +29,7 @@ from mssql_cdc.source.catalog import find_instance
 from mssql_cdc.source.client import CdcClient
 from mssql_cdc.source.offsets import format_utc
 from mssql_cdc.source.retry import with_retry
+from mssql_cdc.source.run_warnings import AS_EVENT
 
 if TYPE_CHECKING:
     from mssql_cdc.source.client import CaptureInstance
@@ -128,6 +129,7 @@ def record_skip(
         capture_instance,
         _range_text(first, min_lsn, lost_from_ts, lost_to_ts),
         "found before planning" if certain else "found by a task after its read",
+        extra=AS_EVENT,
     )
     if not metrics_path:
         return

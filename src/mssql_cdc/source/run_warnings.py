@@ -24,7 +24,11 @@ from contextlib import contextmanager
 
 from mssql_cdc._metrics import WARNING_EVENT, metrics_dir
 
-__all__ = ["RunWarnings"]
+__all__ = ["AS_EVENT", "RunWarnings"]
+
+#: ``extra=`` of a WARNING whose content an event row of the facts already carries (a schema
+#: change, a capture-instance switch, skipped data): logged, but not collected a second time
+AS_EVENT = {"mssql_cdc_event": True}
 
 _ROOT = "mssql_cdc"
 _OWN = "mssql_cdc.metrics"  # the metrics directory's own warnings: never collected (no loop)
@@ -41,8 +45,11 @@ class _Collector(logging.Handler):
         self.thread = threading.get_ident()
 
     def emit(self, record: logging.LogRecord) -> None:
-        # only the wrapped call's own thread; the metrics directory's warnings never loop back
+        # only the wrapped call's own thread; the metrics directory's warnings never loop back;
+        # a warning an event row carries is not repeated
         if record.thread != self.thread or record.name.startswith(_OWN):
+            return
+        if getattr(record, "mssql_cdc_event", False):
             return
         try:
             message = record.getMessage()

@@ -36,6 +36,7 @@ from mssql_cdc._native import Lsn
 from mssql_cdc.errors import SchemaChangedError
 from mssql_cdc.source.client import CapturedColumn, DdlChange
 from mssql_cdc.source.offsets import format_utc
+from mssql_cdc.source.run_warnings import AS_EVENT
 from mssql_cdc.source.schema import Column, holds, spark_type
 
 if TYPE_CHECKING:
@@ -293,6 +294,7 @@ def review_batch(  # noqa: PLR0917 (one call site, the planner)
             change.lsn,
             change.command.strip(),
             describe_ddl(change.command),
+            extra=AS_EVENT,
         )
         when = clock.to_utc(change.local_time) if change.local_time is not None else None
         write_event(
@@ -336,6 +338,7 @@ def _switched(  # noqa: PLR0917 (one call site)
         if found.not_captured
         else "",
         left_out,
+        extra=AS_EVENT,
     )
     first = client.first_commit_from(start)
     when = clock.to_utc(first.local_time) if first is not None and first.lsn <= high else None
