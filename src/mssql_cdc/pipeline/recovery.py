@@ -63,7 +63,13 @@ from mssql_cdc.sink import (
     write_chunked_open,
     write_resnapshot,
 )
-from mssql_cdc.source import chunk_key, find_loss, format_utc, snapshot_position
+from mssql_cdc.source import (
+    SnapshotPosition,
+    chunk_key,
+    find_loss,
+    format_utc,
+    snapshot_position,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -260,14 +266,7 @@ def _open_chunked(stream: _Stream, state: GenerationState, recovering: Recoverin
                 "interleave its chunks. Finish it with backfill() first"
             )
         key = chunk_key(stream.options)
-        position = snapshot_position(stream.options)
-        recovering = replace(
-            recovering,
-            generation=number,
-            snapshot_lsn=str(position.lsn),
-            commit_ts=format_utc(position.commit_ts),
-        )
-        write_state(stream.checkpoint, state.but(recovering=recovering))
+        position, recovering = _record_position(stream, state, recovering, number)
         write_chunked_open(
             spark,
             facts,
@@ -311,6 +310,22 @@ def _open_chunked(stream: _Stream, state: GenerationState, recovering: Recoverin
     return _generation(done, stream.checkpoint, app_id)
 
 
+def _record_position(
+    stream: _Stream, state: GenerationState, recovering: Recovering, number: int
+) -> tuple[SnapshotPosition, Recovering]:
+    """Records in the checkpoint, before anything is read or opened, the snapshot position of
+    generation ``number`` (``sys.fn_cdc_get_max_lsn()`` now), so an interrupted run finds it."""
+    position = snapshot_position(stream.options)
+    recovering = replace(
+        recovering,
+        generation=number,
+        snapshot_lsn=str(position.lsn),
+        commit_ts=format_utc(position.commit_ts),
+    )
+    write_state(stream.checkpoint, state.but(recovering=recovering))
+    return position, recovering
+
+
 def _reusable(stream: _Stream, recovering: Recovering) -> bool:
     """Whether the recovery's snapshot is in bronze already and still a start."""
     if recovering.snapshot_lsn is None:
@@ -333,14 +348,7 @@ def _finish(stream: _Stream, state: GenerationState, recovering: Recovering) -> 
     else:
         appended = snapshot_txn_version(spark, target, events_app_id(app_id))
         number = max(recovering.generation, appended + 1)
-        position = snapshot_position(stream.options)
-        recovering = replace(
-            recovering,
-            generation=number,
-            snapshot_lsn=str(position.lsn),
-            commit_ts=format_utc(position.commit_ts),
-        )
-        write_state(stream.checkpoint, state.but(recovering=recovering))
+        position, recovering = _record_position(stream, state, recovering, number)
         taken = take_snapshot(
             spark,
             stream.raw,
