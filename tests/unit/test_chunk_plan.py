@@ -125,6 +125,7 @@ def test_backfill_without_a_chunked_snapshot_returns_no_snapshot(
 
     monkeypatch.setattr(module, "chunked_snapshot", lambda spark, facts, app_id, target: None)
     monkeypatch.setattr(module, "bootstrap_lsn", lambda spark, facts, app_id, target: whole)
+    monkeypatch.setattr(module, "newest_snapshot_opened", lambda spark, facts, target: None)
     raw = {"connectionString": "Server=localhost;Database=shop", "captureInstance": "dbo_orders"}
     with caplog.at_level(logging.WARNING, logger="mssql_cdc"):
         status = module.backfill(
@@ -147,3 +148,48 @@ def test_backfill_without_a_chunked_snapshot_returns_no_snapshot(
     assert [r.getMessage() for r in caplog.records if "read nothing" in r.getMessage()] == [
         f"orders: backfill() read nothing: {status.reason}"
     ]
+
+
+@pytest.mark.parametrize(
+    ("opened", "closed", "refused"),
+    [
+        (("0x0000001000000020000A", "orders", "full"), None, True),  # interrupted bootstrap
+        (("0x0000001000000020000A", "orders.g2", "full"), None, True),  # interrupted re-snapshot
+        (("0x0000001000000020000A", "orders", "full"), "0x0000001000000020000A", False),  # closed
+        (("0x0000001000000020000A", "other", "full"), None, False),  # another stream's
+        (("0x0000001000000020000A", "orders", "chunked"), None, False),
+    ],
+)
+def test_backfill_refuses_first_while_the_streams_full_snapshot_is_open(
+    monkeypatch, opened, closed, refused
+):
+    from mssql_cdc.pipeline import backfill as module
+    from mssql_cdc.sink import table_ref
+    from mssql_cdc.sink.facts_table import SnapshotOpen
+
+    monkeypatch.setattr(module, "chunked_snapshot", lambda spark, facts, app_id, target: None)
+    monkeypatch.setattr(module, "bootstrap_lsn", lambda spark, facts, app_id, target: None)
+    monkeypatch.setattr(
+        module, "newest_snapshot_opened", lambda spark, facts, target: SnapshotOpen(*opened)
+    )
+    monkeypatch.setattr(
+        module,
+        "newest_snapshot_event",
+        lambda spark, facts, target: None if closed is None else (closed, None),
+    )
+
+    def call():
+        return module.backfill(
+            None,  # type: ignore[arg-type]
+            {"connectionString": "Server=localhost;Database=shop", "captureInstance": "dbo_orders"},
+            target=table_ref("bronze.orders", "target"),
+            app_id="orders",
+            facts=table_ref("ops.facts", "facts_table"),
+            args=check_backfill_args(**ARGS),
+        )
+
+    if refused:
+        with pytest.raises(ValueError, match=r"has a full snapshot of bronze\.orders open"):
+            call()
+    else:
+        assert call().state == "no_snapshot"

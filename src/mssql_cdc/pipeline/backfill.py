@@ -58,6 +58,9 @@ from mssql_cdc.sink import (
     chunk_rows,
     chunked_snapshot,
     newest_headroom,
+    newest_snapshot_event,
+    newest_snapshot_opened,
+    of_stream,
     snapshot_chunks_app_id,
     snapshot_txn_version,
     utc_now,
@@ -518,6 +521,24 @@ def _close(run: _Run, snap: ChunkedSnapshot, chunks: dict[int, ChunkFact]) -> No
     )
 
 
+def _refuse_open_full(run: _Run) -> None:
+    """Raises ``ValueError`` when the stream's newest snapshot of the target is a full one still
+    open (a ``snapshot_open`` row of mode ``full`` that no ``bootstrap``/``resnapshot`` row has
+    reached: a ``to_delta`` bootstrap or re-snapshot interrupted while it read the table)."""
+    opened = newest_snapshot_opened(run.spark, run.facts, run.target)
+    if opened is None or opened.mode != "full" or not of_stream(run.app_id, opened.app_id):
+        return
+    closed = newest_snapshot_event(run.spark, run.facts, run.target)
+    if closed is not None and closed[0] >= opened.lsn:
+        return
+    raise ValueError(
+        f"backfill(): the stream {run.app_id!r} has a full snapshot of {run.target.text} open "
+        f"(snapshot LSN {opened.lsn}, written by {opened.app_id!r}): its read was interrupted "
+        "and backfill() reads chunked snapshots only. Finish it by running to_delta(...) again "
+        "with the same arguments"
+    )
+
+
 def _no_snapshot(run: _Run) -> BackfillStatus:
     """State ``no_snapshot``: the stream has no chunked snapshot of the target in the facts
     table; the reason says whether it took a whole (``snapshot="full"``) one instead."""
@@ -563,7 +584,9 @@ def backfill(
     chunked snapshot of ``target`` in ``facts``.
 
     Raises:
-        ValueError: the table's key changed since the plan.
+        ValueError: the stream has a full snapshot of ``target`` open (an interrupted
+            ``to_delta`` bootstrap or re-snapshot: rerun it), or the table's key changed since
+            the plan.
     """
     raw = dict(raw)
     if args.isolation is not None:
@@ -571,6 +594,7 @@ def backfill(
     run = _Run(spark, raw, parse_options(raw), target, app_id, facts, args)
     snap = chunked_snapshot(spark, facts, app_id, target)
     if snap is None:
+        _refuse_open_full(run)
         return _no_snapshot(run)
     run.app_id = snap.app_id  # a re-snapshot's rows and headroom are its generation's
     plan = _plan(run, snap)

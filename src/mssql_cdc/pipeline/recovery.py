@@ -54,6 +54,7 @@ from mssql_cdc.sink import (
     events_app_id,
     generation_app_id,
     last_batch,
+    of_stream,
     open_chunked_snapshots,
     parse_utc,
     resnapshot_version,
@@ -227,12 +228,6 @@ def _resume(stream: _Stream, state: GenerationState, recovering: Recovering) -> 
     return _finish(stream, state, recovering)
 
 
-def _own(app_id: str, sink_id: str) -> bool:
-    return sink_id == app_id or (
-        sink_id.startswith(app_id + ".g") and sink_id[len(app_id) + 2 :].isdigit()
-    )
-
-
 def _open_chunked(stream: _Stream, state: GenerationState, recovering: Recovering) -> Generation:
     """Opens the chunked re-snapshot of ``recovering.generation`` (or reuses the one an
     interrupted run opened, unless its own LSN is purged: then a newer one a generation
@@ -255,7 +250,9 @@ def _open_chunked(stream: _Stream, state: GenerationState, recovering: Recoverin
             number += 1  # its own changes are purged already: abandoned
     if reused is None:
         others = [
-            s for s in open_chunked_snapshots(spark, facts, target) if not _own(app_id, s.app_id)
+            s
+            for s in open_chunked_snapshots(spark, facts, target)
+            if not of_stream(app_id, s.app_id)
         ]
         if others:
             other = others[0]

@@ -40,6 +40,7 @@ __all__ = [
     "events_app_id",
     "facts_app_id",
     "generation_app_id",
+    "of_stream",
     "resnapshot_version",
     "snapshot_chunks_app_id",
     "snapshot_plan_app_id",
@@ -79,6 +80,15 @@ def switch_app_id(app_id: str) -> str:
 def generation_app_id(app_id: str, generation: int) -> str:
     """The sink id of ``generation``: ``app_id`` for 0, ``<app_id>.g<n>`` after."""
     return app_id if generation == 0 else f"{app_id}.g{generation}"
+
+
+def of_stream(app_id: str, sink_id: str) -> bool:
+    """Whether ``sink_id`` (a facts row's ``app_id``) is the stream ``app_id``'s: the id itself
+    or one of its generations ``<app_id>.g<n>``."""
+    if sink_id == app_id:
+        return True
+    head, _, number = sink_id.rpartition(".g")
+    return head == app_id and number.isdigit()
 
 
 def resnapshot_version(generation: int) -> int:
