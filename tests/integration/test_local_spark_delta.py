@@ -19,7 +19,13 @@ def test_session_is_utc_with_delta(spark):
 
 
 def test_get_spark_returns_the_active_session(spark):
-    assert get_spark("another-name", "local[1]") is spark
+    got = get_spark("another-name", "local[1]")
+    # the running session, not a new one: same SparkContext, its name and master unchanged.
+    # (Not always the same Python object: PySpark's active session is a process-wide slot that
+    # any createDataFrame moves, e.g. a foreachBatch sink's on the query's cloned session, so
+    # `is spark` held only when no stream ran earlier in this process.)
+    assert got.sparkContext is spark.sparkContext
+    assert (got.sparkContext.appName, got.sparkContext.master) == ("mssql-cdc-tests", "local[2]")
 
 
 def _append(spark, path: Path, rows: list[tuple[int, str]], app_id: str, version: int) -> None:
