@@ -285,14 +285,7 @@ def _open_chunked(stream: _Stream, state: GenerationState, recovering: Recoverin
         else:
             reused = (str(position.lsn), position.commit_ts)
     lsn, commit_ts = reused
-    done = GenerationState(
-        generation=number,
-        snapshot_lsn=lsn,
-        commit_ts=format_utc(commit_ts),
-        at=_now(),
-        failed_at=state.failed_at,
-    )
-    write_state(stream.checkpoint, done)
+    done = _record_done(stream, state, number, lsn, commit_ts)
     sink_id = generation_app_id(app_id, number)
     log.info(
         "%s: chunked re-snapshot of %s opened at %s: generation %d (%s) starts there now; call "
@@ -321,6 +314,26 @@ def _record_position(
     )
     write_state(stream.checkpoint, state.but(recovering=recovering))
     return position, recovering
+
+
+def _record_done(
+    stream: _Stream,
+    state: GenerationState,
+    number: int,
+    lsn: str,
+    commit_ts: datetime | None,
+) -> GenerationState:
+    """Records in the checkpoint that generation ``number`` starts after the snapshot ``lsn``
+    (the re-snapshot is no longer ``recovering``) and returns that state."""
+    done = GenerationState(
+        generation=number,
+        snapshot_lsn=lsn,
+        commit_ts=format_utc(commit_ts),
+        at=_now(),
+        failed_at=state.failed_at,
+    )
+    write_state(stream.checkpoint, done)
+    return done
 
 
 def _reusable(stream: _Stream, recovering: Recovering) -> bool:
@@ -385,14 +398,7 @@ def _finish(stream: _Stream, state: GenerationState, recovering: Recovering) -> 
         lost_from_ts=lost_from,
         lost_to_ts=lost_to,
     )
-    done = GenerationState(
-        generation=number,
-        snapshot_lsn=lsn,
-        commit_ts=format_utc(commit_ts),
-        at=_now(),
-        failed_at=state.failed_at,
-    )
-    write_state(stream.checkpoint, done)
+    done = _record_done(stream, state, number, lsn, commit_ts)
     log.info(
         "%s: re-snapshot done: generation %d (%s) starts after %s", app_id, number, sink_id, lsn
     )
