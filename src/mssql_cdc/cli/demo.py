@@ -230,12 +230,15 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
             flush=True,
         )
         # a short run of many small jobs: the JVM compiles with C1 only, whose quick start
-        # halves the demo's Spark time on a small machine (long-running sessions keep C2)
+        # halves the demo's Spark time on a small machine (long-running sessions keep C2);
+        # C1 alone gets a 48 MB code cache, which a longer demo fills and flushes
         spark = get_spark(
             "mssql-cdc-demo",
             config={
                 "spark.ui.enabled": "false",
-                "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+                "spark.driver.extraJavaOptions": (
+                    "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
+                ),
             },
         )
         if owns_spark:

@@ -36,6 +36,8 @@ from mssql_cdc.types import Offset
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
+    from mssql_cdc.sink import SnapshotEvents
+
 __all__ = [
     "SnapshotKind",
     "Taken",
@@ -204,17 +206,25 @@ def snapshot_rows_condition(columns: Sequence[str], lsn: str) -> Column:
 
 
 def newest_complete_snapshot(
-    spark: SparkSession, target: TableRef, facts: TableRef | None
+    spark: SparkSession,
+    target: TableRef,
+    facts: TableRef | None,
+    events: SnapshotEvents | None = None,
 ) -> tuple[str, datetime | None] | None:
     """The rule behind :func:`newest_snapshot` (``apply_changes`` rebuilds from it too): the
     newest of the target's whole operation-0 snapshots and, with ``facts``, of the
-    ``bootstrap``/``resnapshot`` facts rows written for it; its LSN and commit time."""
+    ``bootstrap``/``resnapshot`` facts rows written for it; its LSN and commit time.
+    ``events``: the target's snapshot events already read from ``facts`` (not read again)."""
     found: list[tuple[str, datetime | None]] = []
     whole = newest_whole_snapshot(spark, target)
     if whole is not None:
         found.append(whole)
     if facts is not None:
-        event = newest_snapshot_event(spark, facts, target)
+        event = (
+            events.newest_done()
+            if events is not None
+            else newest_snapshot_event(spark, facts, target)
+        )
         if event is not None:
             found.append(event)
     return max(found, key=lambda f: f[0]) if found else None

@@ -23,9 +23,10 @@ from mssql_cdc.silver.held import loss_check
 from mssql_cdc.silver.table import check_silver_kind, ensure_silver, merge
 from mssql_cdc.sink import (
     SilverPosition,
+    SnapshotEvents,
     ensure_control_table,
     merge_silver_position,
-    read_silver_position,
+    read_silver_positions,
     same_table,
     table_ref,
 )
@@ -119,6 +120,17 @@ def _refs(
     return bronze_ref, target_ref, table_ref(control_table, "control_table"), facts_ref
 
 
+def _positions(
+    spark: SparkSession, control: TableRef, target: TableRef, bronze: TableRef
+) -> tuple[SilverPosition | None, SilverPosition | None]:
+    """Silver's position and bronze's verdict (the control table created first), in one read
+    made before bronze is read: every commit the verdict declares complete is in what the call
+    reads next."""
+    ensure_control_table(spark, control)
+    positions = read_silver_positions(spark, control, target.text, bronze.text)
+    return positions.get(target.text), positions.get(bronze.text)
+
+
 def apply_changes(
     spark: SparkSession,
     bronze: str,
@@ -172,8 +184,7 @@ def apply_changes(
         spark, bronze, target, control_table, facts_table
     )
 
-    ensure_control_table(spark, control_ref)
-    position = read_silver_position(spark, control_ref, target_ref.text)
+    position, bronze_verdict = _positions(spark, control_ref, target_ref, bronze_ref)
     if not bronze_ref.exists(spark):
         log.warning("apply_changes: bronze %s does not exist yet; nothing to apply", bronze)
         return ApplyResult(
@@ -183,8 +194,8 @@ def apply_changes(
             False,
         )
     info = _instance_info(options, instance)
-    # bronze's verdict before bronze is read: every commit it declares complete is in bronze
-    bronze_verdict = read_silver_position(spark, control_ref, bronze_ref.text)
+    # the facts' snapshot rows of bronze, read once for the call's three questions
+    events = SnapshotEvents.read(spark, facts_ref, bronze_ref) if facts_ref is not None else None
     df = bronze_ref.read(spark)
     captured_fields = [f for f in df.schema.fields if f.name.lower() not in rules.METADATA_NAMES]
     captured = [f.name for f in captured_fields]
@@ -192,7 +203,7 @@ def apply_changes(
     tracked = rules.check_track_columns(track_columns, scd, captured, key_columns)
     _warn_without_command_id(df.columns, bronze, target_ref.text)
 
-    snapshot = plan.newest_snapshot(spark, bronze_ref, facts_ref)
+    snapshot = plan.newest_snapshot(spark, bronze_ref, facts_ref, events)
     first = position is None or position.applied_lsn is None
     newer = snapshot is not None and (
         position is None or position.snapshot_lsn is None or snapshot.lsn > position.snapshot_lsn
@@ -204,14 +215,12 @@ def apply_changes(
     _check_instances(found.instances, instance, info)
     landed = (
         waves.pending_waves(
-            spark,
-            bronze_ref,
-            facts_ref,
+            events,
             position=position,
             complete_lsn=snapshot.lsn if snapshot else None,
             rebuild=rebuild,
         )
-        if facts_ref is not None
+        if events is not None
         else None
     )
 
@@ -239,6 +248,7 @@ def apply_changes(
     else:
         check_silver_kind(spark, target_ref, scd)
 
+    held = position.finalized_until if position else None
     verdict = _verdict(
         spark,
         bronze_ref,
@@ -246,10 +256,11 @@ def apply_changes(
         target_ref,
         snapshot=snapshot,
         bronze_row=bronze_verdict,
+        held=held,
         granularity=granularity,
         lost_after=loss_check(options, instance) if options else None,
+        events=events,
     )
-    held = position.finalized_until if position else None
     moves = verdict is not None and (held is None or verdict > held)
     snapshot_lsn = base.lsn if base else (position.snapshot_lsn if position else None)
     open_lsn, wave = _open_position(position, landed, snapshot_lsn)
@@ -409,12 +420,18 @@ def _verdict(
     *,
     snapshot: plan.Snapshot | None,
     bronze_row: SilverPosition | None,
+    held: datetime | None,
     granularity: str,
     lost_after: Callable[[str], bool] | None,
+    events: SnapshotEvents | None,
 ) -> datetime | None:
     """Silver's verdict: bronze's (as read before bronze) truncated to the granularity; none
-    without a facts table (warned once) or while a snapshot of bronze is open."""
+    without a facts table (warned once), while a snapshot of bronze is open, or when it would
+    not move past ``held`` (silver's verdict now: the open-snapshot check is then skipped)."""
     if bronze_row is None or bronze_row.finalized_until is None:
+        return None
+    verdict = truncate(bronze_row.finalized_until, granularity)
+    if held is not None and verdict <= held:
         return None
     if facts is None:
         _warn_once(
@@ -425,9 +442,9 @@ def _verdict(
             target.text,
         )
         return None
-    if plan.snapshot_is_open(spark, bronze, facts, snapshot, lost_after):
+    if plan.snapshot_is_open(spark, bronze, facts, snapshot, lost_after, events=events):
         log.info(
             "apply_changes %s: a snapshot of %s is open; verdict held", target.text, bronze.text
         )
         return None
-    return truncate(bronze_row.finalized_until, granularity)
+    return verdict

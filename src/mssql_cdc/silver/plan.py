@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from mssql_cdc.sink import TableRef
+    from mssql_cdc.sink import SnapshotEvents, TableRef
 
 __all__ = [
     "Scan",
@@ -56,15 +56,18 @@ class Scan:
 
 
 def newest_snapshot(
-    spark: SparkSession, bronze: TableRef, facts: TableRef | None
+    spark: SparkSession,
+    bronze: TableRef,
+    facts: TableRef | None,
+    events: SnapshotEvents | None = None,
 ) -> Snapshot | None:
     """The newest complete snapshot of bronze: whole-snapshot rows (operation 0, not a chunk;
     written in one commit, so complete once seen) or, with a facts table, the newest
     ``bootstrap``/``resnapshot`` row written for bronze (the only trace of an empty table's
-    snapshot)."""
+    snapshot; from ``events`` when the call has read them)."""
     from mssql_cdc.pipeline.snapshots import newest_complete_snapshot  # loads Spark's modules
 
-    found = newest_complete_snapshot(spark, bronze, facts)
+    found = newest_complete_snapshot(spark, bronze, facts, events)
     return None if found is None else Snapshot(*found)
 
 
@@ -74,14 +77,20 @@ def snapshot_is_open(
     facts: TableRef,
     done: Snapshot | None,
     lost_after: Callable[[str], bool] | None = None,
+    *,
+    events: SnapshotEvents | None = None,
 ) -> bool:
     """True when the facts table records a ``snapshot_open`` for bronze newer than its newest
     complete snapshot ``done`` that is not abandoned (``silver.held``; checked only with
     ``lost_after``, the data-loss question): a snapshot is being taken, so bronze's verdict is
-    held."""
+    held. ``events``: bronze's snapshot events when the call has read them."""
     from mssql_cdc.silver.held import abandoned
 
-    opened = newest_snapshot_opened(spark, facts, bronze)
+    opened = (
+        events.newest_opened()
+        if events is not None
+        else newest_snapshot_opened(spark, facts, bronze)
+    )
     if opened is None or (done is not None and opened.lsn <= done.lsn):
         return False
     if lost_after is None:

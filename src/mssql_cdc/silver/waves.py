@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import DataType
 
-    from mssql_cdc.sink import SilverPosition, TableRef
+    from mssql_cdc.sink import SilverPosition, SnapshotEvents
 
 __all__ = [
     "Chunk",
@@ -80,20 +80,17 @@ class Waves:
 
 
 def pending_waves(
-    spark: SparkSession,
-    bronze: TableRef,
-    facts: TableRef,
+    events: SnapshotEvents,
     *,
     position: SilverPosition | None,
     complete_lsn: str | None,
     rebuild: bool,
 ) -> Waves | None:
-    """The landed chunks of bronze's newest open chunked snapshot that silver has not applied
-    (every landed one on a rebuild); ``None`` when there are none, or when the snapshot is not
-    newer than the complete one (``complete_lsn``) silver rebuilds from."""
-    from mssql_cdc.sink import open_chunked_snapshots
-
-    opened = open_chunked_snapshots(spark, facts, bronze)
+    """The landed chunks of bronze's newest open chunked snapshot (from bronze's snapshot
+    ``events``) that silver has not applied (every landed one on a rebuild); ``None`` when
+    there are none, or when the snapshot is not newer than the complete one (``complete_lsn``)
+    silver rebuilds from."""
+    opened = events.open_chunked()
     if not opened:
         return None
     snap = max(opened, key=lambda s: s.snapshot_lsn)

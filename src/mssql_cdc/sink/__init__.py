@@ -42,6 +42,7 @@ from mssql_cdc.sink.bronze import (
 from mssql_cdc.sink.chunk_facts import (
     ChunkedSnapshot,
     ChunkFact,
+    SnapshotEvents,
     chunked_snapshot,
     newest_headroom,
     open_chunked_snapshots,
@@ -55,6 +56,7 @@ from mssql_cdc.sink.control import (
     merge_silver_position,
     merge_verdict,
     read_silver_position,
+    read_silver_positions,
     read_verdict,
 )
 from mssql_cdc.sink.delta import DeltaSink, delta_sink
@@ -96,6 +98,7 @@ __all__ = [
     "ChunkedSnapshot",
     "DeltaSink",
     "SilverPosition",
+    "SnapshotEvents",
     "TableKind",
     "TableRef",
     "append_report",
@@ -128,6 +131,7 @@ __all__ = [
     "parse_utc",
     "quote",
     "read_silver_position",
+    "read_silver_positions",
     "read_verdict",
     "recent_events",
     "report_frame",

@@ -24,15 +24,16 @@ from mssql_cdc.sink.app_ids import (
     snapshots_app_id,
 )
 from mssql_cdc.sink.facts import snapshot_event_row, snapshot_open_row, utc_now
-from mssql_cdc.sink.facts_table import append_facts
+from mssql_cdc.sink.facts_table import SnapshotOpen, append_facts
 from mssql_cdc.sink.tables import TableRef, same_table, table_ref
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import Column, Row, SparkSession
 
 __all__ = [
     "ChunkFact",
     "ChunkedSnapshot",
+    "SnapshotEvents",
     "chunked_snapshot",
     "newest_headroom",
     "open_chunked_snapshots",
@@ -216,6 +217,25 @@ def _stream_rows(app_id: str) -> Column:
     return (sf.col("app_id") == app_id) | sf.col("app_id").rlike(generations)
 
 
+#: the facts columns a chunked snapshot is read back from
+_SNAPSHOT_COLUMNS = (
+    "app_id",
+    "event",
+    "rows",
+    "min_lsn",
+    "max_lsn",
+    "max_commit_ts",
+    "duration_ms",
+    "detail",
+    "target",
+    "end_lsn",
+    "lost_from_ts",
+    "lost_to_ts",
+)
+#: the events of a snapshot's life: opened, planned, chunks landed, closed
+SNAPSHOT_EVENTS = ("snapshot_open", "snapshot_plan", "snapshot_chunk", "bootstrap", "resnapshot")
+
+
 def chunked_snapshot(
     spark: SparkSession, facts: TableRef, app_id: str, target: TableRef
 ) -> ChunkedSnapshot | None:
@@ -227,28 +247,24 @@ def chunked_snapshot(
 
     if not facts.exists(spark):
         return None
-    events = ("snapshot_open", "snapshot_plan", "snapshot_chunk", "bootstrap", "resnapshot")
     rows = [
         r
         for r in facts.read(spark)
-        .where(sf.col("event").isin(*events) & _stream_rows(app_id) & sf.col("max_lsn").isNotNull())
-        .select(
-            "app_id",
-            "event",
-            "rows",
-            "min_lsn",
-            "max_lsn",
-            "max_commit_ts",
-            "duration_ms",
-            "detail",
-            "target",
-            "end_lsn",
-            "lost_from_ts",
-            "lost_to_ts",
+        .where(
+            sf.col("event").isin(*SNAPSHOT_EVENTS)
+            & _stream_rows(app_id)
+            & sf.col("max_lsn").isNotNull()
         )
+        .select(*_SNAPSHOT_COLUMNS)
         .collect()
         if _same_target(spark, r["target"], target)
     ]
+    return _chunked_from_rows(rows)
+
+
+def _chunked_from_rows(rows: Sequence[Row]) -> ChunkedSnapshot | None:
+    """:func:`chunked_snapshot` from the rows it reads (one stream's, of one target, with a
+    ``max_lsn``)."""
     opens = [
         r
         for r in rows
@@ -294,6 +310,101 @@ def chunked_snapshot(
         lost_from_ts=newest["lost_from_ts"],
         lost_to_ts=newest["lost_to_ts"],
     )
+
+
+def _of_stream(app_id: str, row_app_id: object) -> bool:
+    """Whether a facts row's app_id is the stream ``app_id``'s (itself or a generation's sink
+    id ``<app_id>.g<n>``): :func:`_stream_rows` in Python."""
+    if not isinstance(row_app_id, str):
+        return False
+    return (
+        row_app_id == app_id
+        or re.fullmatch(re.escape(app_id) + r"\.g[0-9]+", row_app_id) is not None
+    )
+
+
+@dataclass(frozen=True)
+class SnapshotEvents:
+    """Every snapshot event row (:data:`SNAPSHOT_EVENTS`) written for one target by any stream,
+    read with one query: the questions ``apply_changes`` asks of the facts in one call (the
+    newest complete snapshot, the newest opened one, the open chunked ones) answered from it
+    (driver)."""
+
+    rows: tuple[Row, ...]
+
+    @classmethod
+    def read(cls, spark: SparkSession, facts: TableRef, target: TableRef) -> SnapshotEvents:
+        """One query of the facts table (none when it does not exist)."""
+        from pyspark.sql import functions as sf
+
+        if not facts.exists(spark):
+            return cls(())
+        found = (
+            facts.read(spark)
+            .where(
+                sf.col("event").isin(*SNAPSHOT_EVENTS)
+                & (sf.col("min_lsn").isNotNull() | sf.col("max_lsn").isNotNull())
+            )
+            .select(*_SNAPSHOT_COLUMNS)
+            .collect()
+        )
+        same: dict[str, bool] = {}
+        rows = []
+        for r in found:
+            text = r["target"]
+            if not isinstance(text, str):
+                continue
+            if text not in same:
+                same[text] = _same_target(spark, text, target)
+            if same[text]:
+                rows.append(r)
+        return cls(tuple(rows))
+
+    def newest_done(self) -> tuple[str, datetime | None] | None:
+        """As ``facts_table.newest_snapshot_event``: the newest ``bootstrap``/``resnapshot``
+        row's snapshot LSN and commit time."""
+        done = [
+            (str(r["max_lsn"]), r["max_commit_ts"])
+            for r in self.rows
+            if r["event"] in ("bootstrap", "resnapshot") and r["max_lsn"] is not None
+        ]
+        return max(done, key=lambda d: d[0]) if done else None
+
+    def newest_opened(self) -> SnapshotOpen | None:
+        """As ``facts_table.newest_snapshot_opened``: the newest ``snapshot_open`` row."""
+        opens = [r for r in self.rows if r["event"] == "snapshot_open" and r["min_lsn"] is not None]
+        if not opens:
+            return None
+        r = max(opens, key=lambda r: str(r["min_lsn"]))
+        mode = _json(r["detail"]).get("mode")
+        return SnapshotOpen(str(r["min_lsn"]), str(r["app_id"]), str(mode or "full"))
+
+    def open_chunked(self) -> list[ChunkedSnapshot]:
+        """As :func:`open_chunked_snapshots` for the target: every stream's newest chunked
+        snapshot not closed yet, ordered by app_id."""
+        streams = sorted(
+            {
+                str(r["app_id"])
+                for r in self.rows
+                if r["event"] == "snapshot_open"
+                and r["app_id"] is not None
+                and _json(r["detail"]).get("mode") == "chunked"
+            }
+        )
+        out: list[ChunkedSnapshot] = []
+        seen: set[str] = set()
+        for app_id in streams:
+            snap = _chunked_from_rows(
+                [
+                    r
+                    for r in self.rows
+                    if r["max_lsn"] is not None and _of_stream(app_id, r["app_id"])
+                ]
+            )
+            if snap is not None and not snap.complete and snap.app_id not in seen:
+                seen.add(snap.app_id)
+                out.append(snap)
+        return out
 
 
 def open_chunked_snapshots(

@@ -30,6 +30,7 @@ __all__ = [
     "merge_silver_position",
     "merge_verdict",
     "read_silver_position",
+    "read_silver_positions",
     "read_verdict",
 ]
 
@@ -136,19 +137,30 @@ def read_silver_position(
 ) -> SilverPosition | None:
     """The control row of the silver table ``table_name``; ``None`` when the control table or
     the row does not exist."""
+    return read_silver_positions(spark, ref, table_name).get(table_name)
+
+
+def read_silver_positions(
+    spark: SparkSession, ref: TableRef, *table_names: str
+) -> dict[str, SilverPosition]:
+    """The control rows of ``table_names``, read with one query, by table name; a name without
+    a row (or every name, when the control table does not exist) is absent."""
     if not ref.exists(spark):
-        return None
+        return {}
     from pyspark.sql import functions as sf
 
-    row = (
+    rows = (
         ref.read(spark)
-        .where(sf.col("table_name") == table_name)
+        .where(sf.col("table_name").isin(*table_names))
         .select(*SILVER_POSITION_COLUMNS)
-        .first()
+        .collect()
     )
-    if row is None:
-        return None
-    return SilverPosition(**{name: row[name] for name in SILVER_POSITION_COLUMNS})
+    return {
+        str(row["table_name"]): SilverPosition(
+            **{name: row[name] for name in SILVER_POSITION_COLUMNS}
+        )
+        for row in rows
+    }
 
 
 def merge_silver_position(spark: SparkSession, ref: TableRef, position: SilverPosition) -> None:
