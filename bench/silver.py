@@ -7,6 +7,7 @@ reported apart. Prints one line per call and the medians.
 
     python bench/silver.py                  # N = 20,000, 3 calls: a couple of minutes
     python bench/silver.py --keys 1000000   # the 1M-key figure
+    python bench/silver.py --no-facts       # without facts_table (no snapshot lookups there)
 
 Absolute times on a shared machine are noise; state the load with the figures.
 """
@@ -80,9 +81,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=20_000, help="keys in the table (N)")
     parser.add_argument("--calls", type=int, default=3, help="incremental calls after the first")
+    parser.add_argument(
+        "--no-facts",
+        action="store_true",
+        help="call without facts_table (default: with an empty facts table, as a stream has)",
+    )
     args = parser.parse_args()
 
     from mssql_cdc import apply_changes
+    from mssql_cdc.sink import ensure_facts_table, table_ref
     from mssql_cdc.spark import get_spark
 
     spark = get_spark(
@@ -93,8 +100,11 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     root = tempfile.mkdtemp(prefix="bench-silver-")
     bronze, control = os.path.join(root, "bronze"), os.path.join(root, "control")
+    facts = None if args.no_facts else os.path.join(root, "facts")
     try:
         snapshot(spark, args.keys).write.format("delta").save(bronze)
+        if facts is not None:
+            ensure_facts_table(spark, table_ref(facts, "facts_table"))
         print(
             f"keys {args.keys:,}, {max(1, args.keys // 100):,} keys changed per call "
             f"({2 * max(1, args.keys // 100):,} bronze rows), load {os.getloadavg()[0]:.1f}"
@@ -112,6 +122,7 @@ def main() -> None:
                     capture_instance="dbo_items",
                     keys=["id"],
                     control_table=control,
+                    facts_table=facts,
                     scd_type=scd,
                 )
                 seconds = time.perf_counter() - started
