@@ -210,13 +210,15 @@ def newest_complete_snapshot(
     target: TableRef,
     facts: TableRef | None,
     events: SnapshotEvents | None = None,
+    after: str | None = None,
 ) -> tuple[str, datetime | None] | None:
     """The rule behind :func:`newest_snapshot` (``apply_changes`` rebuilds from it too): the
     newest of the target's whole operation-0 snapshots and, with ``facts``, of the
     ``bootstrap``/``resnapshot`` facts rows written for it; its LSN and commit time.
-    ``events``: the target's snapshot events already read from ``facts`` (not read again)."""
+    ``events``: the target's snapshot events already read from ``facts`` (not read again);
+    ``after``: only a snapshot newer than this LSN counts (``None`` when there is none)."""
     found: list[tuple[str, datetime | None]] = []
-    whole = newest_whole_snapshot(spark, target)
+    whole = newest_whole_snapshot(spark, target, after)
     if whole is not None:
         found.append(whole)
     if facts is not None:
@@ -225,6 +227,6 @@ def newest_complete_snapshot(
             if events is not None
             else newest_snapshot_event(spark, facts, target)
         )
-        if event is not None:
+        if event is not None and (after is None or event[0] > after):
             found.append(event)
     return max(found, key=lambda f: f[0]) if found else None

@@ -131,6 +131,27 @@ def _positions(
     return positions.get(target.text), positions.get(bronze.text)
 
 
+def _snapshots(
+    spark: SparkSession,
+    bronze: TableRef,
+    facts: TableRef | None,
+    events: SnapshotEvents | None,
+    position: SilverPosition | None,
+) -> tuple[plan.Snapshot | None, plan.Snapshot | None, bool]:
+    """``(newer, complete, rebuild)``: the newest complete snapshot of bronze newer than the one
+    silver rebuilt from (``None``: none; that one's files are skipped), the newest complete
+    snapshot (the newer one, else the one silver rebuilt from), and whether the call rebuilds
+    silver (its first call, or a newer snapshot)."""
+    first = position is None or position.applied_lsn is None
+    rebuilt_from = None if first or position is None else position.snapshot_lsn
+    snapshot = plan.newest_snapshot(spark, bronze, facts, events, after=rebuilt_from)
+    newer = snapshot is not None and (
+        position is None or position.snapshot_lsn is None or snapshot.lsn > position.snapshot_lsn
+    )
+    complete = snapshot or (plan.Snapshot(rebuilt_from, None) if rebuilt_from else None)
+    return snapshot, complete, first or newer
+
+
 def apply_changes(
     spark: SparkSession,
     bronze: str,
@@ -203,12 +224,7 @@ def apply_changes(
     tracked = rules.check_track_columns(track_columns, scd, captured, key_columns)
     _warn_without_command_id(df.columns, bronze, target_ref.text)
 
-    snapshot = plan.newest_snapshot(spark, bronze_ref, facts_ref, events)
-    first = position is None or position.applied_lsn is None
-    newer = snapshot is not None and (
-        position is None or position.snapshot_lsn is None or snapshot.lsn > position.snapshot_lsn
-    )
-    rebuild = first or newer
+    snapshot, complete, rebuild = _snapshots(spark, bronze_ref, facts_ref, events, position)
     base = snapshot if rebuild else None
     lower = base.lsn if base else (None if rebuild or position is None else position.applied_lsn)
     found = plan.scan(df, lower)
@@ -217,7 +233,7 @@ def apply_changes(
         waves.pending_waves(
             events,
             position=position,
-            complete_lsn=snapshot.lsn if snapshot else None,
+            complete_lsn=complete.lsn if complete else None,
             rebuild=rebuild,
         )
         if events is not None
@@ -254,7 +270,7 @@ def apply_changes(
         bronze_ref,
         facts_ref,
         target_ref,
-        snapshot=snapshot,
+        snapshot=complete,
         bronze_row=bronze_verdict,
         held=held,
         granularity=granularity,

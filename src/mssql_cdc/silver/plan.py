@@ -60,14 +60,16 @@ def newest_snapshot(
     bronze: TableRef,
     facts: TableRef | None,
     events: SnapshotEvents | None = None,
+    after: str | None = None,
 ) -> Snapshot | None:
     """The newest complete snapshot of bronze: whole-snapshot rows (operation 0, not a chunk;
     written in one commit, so complete once seen) or, with a facts table, the newest
     ``bootstrap``/``resnapshot`` row written for bronze (the only trace of an empty table's
-    snapshot; from ``events`` when the call has read them)."""
+    snapshot; from ``events`` when the call has read them). ``after``: only one newer than this
+    LSN (the one silver rebuilt from), whose files are then skipped."""
     from mssql_cdc.pipeline.snapshots import newest_complete_snapshot  # loads Spark's modules
 
-    found = newest_complete_snapshot(spark, bronze, facts, events)
+    found = newest_complete_snapshot(spark, bronze, facts, events, after)
     return None if found is None else Snapshot(*found)
 
 

@@ -317,9 +317,14 @@ def find_snapshot(
     return found, found is not None
 
 
-def newest_whole_snapshot(spark: SparkSession, target: TableRef) -> tuple[str, Any] | None:
+def newest_whole_snapshot(
+    spark: SparkSession, target: TableRef, after: str | None = None
+) -> tuple[str, Any] | None:
     """The newest whole snapshot in the target (operation-0 rows not read as a chunk): its
-    LSN (``coalesce(_snapshot, _start_lsn)``) and commit time; ``None`` without one."""
+    LSN (``coalesce(_snapshot, _start_lsn)``) and commit time; ``None`` without one, or without
+    one newer than ``after`` when given. ``after`` is spelled on the two columns rather than on
+    the stamp, so that Delta skips the files whose statistics rule them out (an incremental
+    ``apply_changes`` call then reads no file of the snapshot it rebuilt from)."""
     from pyspark.sql import functions as sf
 
     if not target.exists(spark):
@@ -327,6 +332,13 @@ def newest_whole_snapshot(spark: SparkSession, target: TableRef) -> tuple[str, A
     df = target.read(spark).where(sf.col("_operation") == 0)
     if "_chunk" in df.columns:
         df = df.where(sf.col("_chunk").isNull())
+    if after is not None:
+        newer = sf.col("_start_lsn") > sf.lit(after)
+        if "_snapshot" in df.columns:
+            newer = (sf.col("_snapshot").isNotNull() & (sf.col("_snapshot") > sf.lit(after))) | (
+                sf.col("_snapshot").isNull() & newer
+            )
+        df = df.where(newer)
     row = (
         df.select(_stamp(df).alias("s"), "_commit_ts").orderBy(sf.col("s").desc()).limit(1).first()
     )
