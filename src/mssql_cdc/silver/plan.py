@@ -14,7 +14,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mssql_cdc.silver.rules import DELETE_COLUMN, order_columns
-from mssql_cdc.sink.facts_table import last_batch, newest_snapshot_opened
+from mssql_cdc.sink.chunk_facts import newest_snapshot_opened
+from mssql_cdc.sink.facts_table import last_batch
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -36,6 +36,9 @@ __all__ = [
     "SnapshotEvents",
     "chunked_snapshot",
     "newest_headroom",
+    "newest_snapshot_event",
+    "newest_snapshot_open",
+    "newest_snapshot_opened",
     "open_chunked_snapshots",
     "write_chunked_open",
     "write_snapshot_chunks",
@@ -213,8 +216,13 @@ def _stream_rows(app_id: str) -> Column:
     generations' sink ids ``<app_id>.g<n>``."""
     from pyspark.sql import functions as sf
 
-    generations = "^" + re.escape(app_id) + r"\.g[0-9]+$"
-    return (sf.col("app_id") == app_id) | sf.col("app_id").rlike(generations)
+    return (sf.col("app_id") == app_id) | sf.col("app_id").rlike(_generations(app_id))
+
+
+def _generations(app_id: str) -> str:
+    """The regular expression (Java's and Python's alike) of the sink ids of ``app_id``'s
+    generations, ``<app_id>.g<n>``."""
+    return "^" + re.escape(app_id) + r"\.g[0-9]+$"
 
 
 #: the facts columns a chunked snapshot is read back from
@@ -317,10 +325,7 @@ def _of_stream(app_id: str, row_app_id: object) -> bool:
     id ``<app_id>.g<n>``): :func:`_stream_rows` in Python."""
     if not isinstance(row_app_id, str):
         return False
-    return (
-        row_app_id == app_id
-        or re.fullmatch(re.escape(app_id) + r"\.g[0-9]+", row_app_id) is not None
-    )
+    return row_app_id == app_id or re.fullmatch(_generations(app_id), row_app_id) is not None
 
 
 @dataclass(frozen=True)
@@ -333,8 +338,15 @@ class SnapshotEvents:
     rows: tuple[Row, ...]
 
     @classmethod
-    def read(cls, spark: SparkSession, facts: TableRef, target: TableRef) -> SnapshotEvents:
-        """One query of the facts table (none when it does not exist)."""
+    def read(
+        cls,
+        spark: SparkSession,
+        facts: TableRef,
+        target: TableRef,
+        events: Sequence[str] = SNAPSHOT_EVENTS,
+    ) -> SnapshotEvents:
+        """One query of the facts table (none when it does not exist), of the rows of
+        ``events`` (a subset of :data:`SNAPSHOT_EVENTS`) only."""
         from pyspark.sql import functions as sf
 
         if not facts.exists(spark):
@@ -342,7 +354,7 @@ class SnapshotEvents:
         found = (
             facts.read(spark)
             .where(
-                sf.col("event").isin(*SNAPSHOT_EVENTS)
+                sf.col("event").isin(*events)
                 & (sf.col("min_lsn").isNotNull() | sf.col("max_lsn").isNotNull())
             )
             .select(*_SNAPSHOT_COLUMNS)
@@ -361,8 +373,8 @@ class SnapshotEvents:
         return cls(tuple(rows))
 
     def newest_done(self) -> tuple[str, datetime | None] | None:
-        """As ``facts_table.newest_snapshot_event``: the newest ``bootstrap``/``resnapshot``
-        row's snapshot LSN and commit time."""
+        """The newest ``bootstrap``/``resnapshot`` row's snapshot LSN and commit time
+        (:func:`newest_snapshot_event`); ``None`` without one."""
         done = [
             (str(r["max_lsn"]), r["max_commit_ts"])
             for r in self.rows
@@ -371,7 +383,8 @@ class SnapshotEvents:
         return max(done, key=lambda d: d[0]) if done else None
 
     def newest_opened(self) -> SnapshotOpen | None:
-        """As ``facts_table.newest_snapshot_opened``: the newest ``snapshot_open`` row."""
+        """The newest ``snapshot_open`` row (:func:`newest_snapshot_opened`); ``None``
+        without one."""
         opens = [r for r in self.rows if r["event"] == "snapshot_open" and r["min_lsn"] is not None]
         if not opens:
             return None
@@ -405,6 +418,31 @@ class SnapshotEvents:
                 seen.add(snap.app_id)
                 out.append(snap)
         return out
+
+
+def newest_snapshot_event(
+    spark: SparkSession, facts: TableRef, target: TableRef
+) -> tuple[str, datetime | None] | None:
+    """The newest ``bootstrap`` or ``resnapshot`` row written for ``target`` (in any spelling),
+    by any stream: its snapshot LSN and commit time; ``None`` without one. One query of the
+    facts table (the rule: ``SnapshotEvents.newest_done``)."""
+    return SnapshotEvents.read(spark, facts, target, ("bootstrap", "resnapshot")).newest_done()
+
+
+def newest_snapshot_opened(
+    spark: SparkSession, facts: TableRef, target: TableRef
+) -> SnapshotOpen | None:
+    """The newest ``snapshot_open`` row written for ``target`` (in any spelling), by any
+    stream; ``None`` without one. Open until a ``bootstrap``/``resnapshot`` row for the target
+    reaches it (:func:`newest_snapshot_event`). One query of the facts table (the rule:
+    ``SnapshotEvents.newest_opened``)."""
+    return SnapshotEvents.read(spark, facts, target, ("snapshot_open",)).newest_opened()
+
+
+def newest_snapshot_open(spark: SparkSession, facts: TableRef, target: TableRef) -> str | None:
+    """The LSN of :func:`newest_snapshot_opened`; ``None`` without one."""
+    found = newest_snapshot_opened(spark, facts, target)
+    return None if found is None else found.lsn
 
 
 def open_chunked_snapshots(

@@ -31,9 +31,6 @@ __all__ = [
     "ensure_facts_table",
     "facts_history",
     "last_batch",
-    "newest_snapshot_event",
-    "newest_snapshot_open",
-    "newest_snapshot_opened",
     "recent_events",
     "recorded_targets",
     "stream_summaries",
@@ -256,30 +253,6 @@ def bootstrap_lsn(
     return max(found) if found else None
 
 
-def newest_snapshot_event(
-    spark: SparkSession, facts: TableRef, target: TableRef
-) -> tuple[str, datetime | None] | None:
-    """The newest ``bootstrap`` or ``resnapshot`` row written for ``target`` (in any spelling),
-    by any stream: its snapshot LSN and commit time; ``None`` without one."""
-    from pyspark.sql import functions as sf
-
-    if not facts.exists(spark):
-        return None
-    rows = (
-        facts.read(spark)
-        .where(sf.col("event").isin("bootstrap", "resnapshot") & sf.col("max_lsn").isNotNull())
-        .groupBy("target")
-        .agg(sf.max_by(sf.struct("max_lsn", "max_commit_ts"), "max_lsn").alias("s"))
-        .collect()
-    )
-    found = [
-        (str(r["s"]["max_lsn"]), r["s"]["max_commit_ts"])
-        for r in rows
-        if r["target"] is not None and same_table(spark, table_ref(r["target"], "target"), target)
-    ]
-    return max(found, key=lambda f: f[0]) if found else None
-
-
 def _existing(spark: SparkSession, facts_table: str) -> TableRef:
     ref = table_ref(facts_table, "facts")
     if not ref.exists(spark):
@@ -327,40 +300,6 @@ class SnapshotOpen:
     lsn: str
     app_id: str
     mode: str
-
-
-def newest_snapshot_opened(
-    spark: SparkSession, facts: TableRef, target: TableRef
-) -> SnapshotOpen | None:
-    """The newest ``snapshot_open`` row written for ``target`` (in any spelling), by any
-    stream; ``None`` without one. Open until a ``bootstrap``/``resnapshot`` row for the target
-    reaches it (:func:`newest_snapshot_event`)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as sf
-
-    if not facts.exists(spark):
-        return None
-    newest = Window.partitionBy("target").orderBy(sf.col("min_lsn").desc())
-    rows = (
-        facts.read(spark)
-        .where((sf.col("event") == "snapshot_open") & sf.col("min_lsn").isNotNull())
-        .withColumn("_n", sf.row_number().over(newest))
-        .where(sf.col("_n") == 1)
-        .select("target", "min_lsn", "app_id", sf.get_json_object("detail", "$.mode").alias("m"))
-        .collect()
-    )
-    found = [
-        SnapshotOpen(str(r["min_lsn"]), str(r["app_id"]), str(r["m"] or "full"))
-        for r in rows
-        if r["target"] is not None and same_table(spark, table_ref(r["target"], "target"), target)
-    ]
-    return max(found, key=lambda f: f.lsn) if found else None
-
-
-def newest_snapshot_open(spark: SparkSession, facts: TableRef, target: TableRef) -> str | None:
-    """The LSN of :func:`newest_snapshot_opened`; ``None`` without one."""
-    found = newest_snapshot_opened(spark, facts, target)
-    return None if found is None else found.lsn
 
 
 def stream_summaries(spark: SparkSession, facts_table: str) -> list[Row]:
