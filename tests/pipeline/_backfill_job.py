@@ -1,10 +1,12 @@
 """The backfill job of ``test_backfill_kill.py``, run in its own process group: one
 ``CdcStream.backfill()`` call that SIGKILLs its whole process group (this Python driver, Spark's
-JVM and its Python workers) at one step of its first wave.
+JVM and its Python workers) at one step.
 
 Usage: ``python _backfill_job.py JOB.json`` where the JSON holds ``options``, ``bronze``,
-``facts``, ``app_id``, ``chunk_rows`` and ``step``: ``before_append`` (the wave is planned,
-nothing of it written) or ``after_append`` (its bronze append committed, its facts rows not).
+``facts``, ``app_id``, ``chunk_rows``, ``max_waves`` (``null``: every wave) and ``step``:
+``before_append`` (the wave is planned, nothing of it written), ``after_append`` (its bronze
+append committed, its facts rows not) or ``before_close`` (every chunk and its facts row
+written, the closing ``bootstrap`` row not).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def main(job_file: str) -> int:
         app_id=job["app_id"],
         facts_table=job["facts"],
         chunk_rows=job["chunk_rows"],
-        max_waves=1,
+        max_waves=job["max_waves"],
     )
     spark.stop()
     return 0

@@ -1,7 +1,8 @@
 """A backfill whose driver process group is SIGKILLed before a wave's bronze append, restarted
-and SIGKILLed again after the append (before its facts rows), then restarted: no chunk twice,
-none missing, one facts row per chunk, the plan written once. The run that goes to the end
-runs in the test's own Spark session (saves a JVM start)."""
+and SIGKILLed again after the append (before its facts rows), restarted and SIGKILLed once more
+after the last chunk's facts rows (before the closing ``bootstrap`` row), then restarted: no
+chunk twice, none missing, one facts row per chunk, the plan written once, one closing row. The
+run that goes to the end runs in the test's own Spark session (saves a JVM start)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def test_backfill_killed_before_and_after_the_append_resumes_without_a_chunk_twi
     # killed before the first wave's append (planned, nothing of the wave written), then
     # after the rerun's append (in bronze, its facts rows not written)
     for step in ("before_append", "after_append"):
-        job_file.write_text(json.dumps({**job, "chunk_rows": 2, "step": step}))
+        job_file.write_text(json.dumps({**job, "chunk_rows": 2, "max_waves": 1, "step": step}))
         done = subprocess.run(
             [sys.executable, str(JOB), str(job_file)],
             capture_output=True,
@@ -59,8 +60,29 @@ def test_backfill_killed_before_and_after_the_append_resumes_without_a_chunk_twi
     landed = spark.read.format("delta").load(bronze).where("_operation = 0").count()
     assert landed == 4  # chunks 0 and 1 (two rows each) in bronze, their facts rows not written
 
+    # every chunk read and recorded (0 and 1 from bronze), killed before the closing row
+    job_file.write_text(
+        json.dumps({**job, "chunk_rows": 2, "max_waves": None, "step": "before_close"})
+    )
+    done = subprocess.run(
+        [sys.executable, str(JOB), str(job_file)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        start_new_session=True,
+        check=False,
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
+    recorded = spark.read.format("delta").load(facts)
+    assert recorded.where("event = 'snapshot_chunk'").count() == 4
+    assert recorded.where("event = 'bootstrap'").count() == 0
+    assert spark.read.format("delta").load(bronze).where("_operation = 0").count() == 7
+
     status = cdc.backfill(bronze, app_id="killed", facts_table=facts)
     assert (status.state, status.chunks_done, status.chunks_total) == ("done", 4, 4)
+    assert status.waves == 0  # nothing read again: only the closing row written
+    closing = spark.read.format("delta").load(facts).where("event = 'bootstrap'").collect()
+    assert [(c["app_id"], c["rows"]) for c in closing] == [("killed", 7)]
     snap = spark.read.format("delta").load(bronze).where("_operation = 0").collect()
     assert sorted(r["id"] for r in snap) == list(range(7))
     chunks = spark.read.format("delta").load(facts).where("event = 'snapshot_chunk'").collect()

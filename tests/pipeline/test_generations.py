@@ -17,7 +17,13 @@ from mssql_cdc.pipeline.generations import (
     read_state,
     write_state,
 )
-from mssql_cdc.sink.app_ids import events_app_id, generation_app_id, resnapshot_version
+from mssql_cdc.sink.app_ids import (
+    events_app_id,
+    generation_app_id,
+    of_stream,
+    resnapshot_version,
+    stream_app_id,
+)
 
 
 def test_state_round_trip_and_absent_file_is_generation_zero(tmp_path):
@@ -54,6 +60,16 @@ def test_names_of_a_generation(tmp_path):
     assert (events_app_id("orders"), resnapshot_version(2)) == ("orders#events", 2)
     with pytest.raises(ValueError, match="generation 1 or later"):
         resnapshot_version(0)
+    assert stream_app_id("orders.g2", 2) == "orders"
+    assert stream_app_id("orders.g2", 0) == "orders.g2"  # a stream named so, generation 0
+    assert [
+        of_stream("orders", s) for s in ("orders", "orders.g12", "orders.g", "orders.g\u0662")
+    ] == [
+        True,
+        True,
+        False,
+        False,  # an Arabic-Indic digit is not a generation number
+    ]
 
 
 def test_last_committed_offset_reads_the_newest_committed_batch(tmp_path):

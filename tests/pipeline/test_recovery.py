@@ -439,3 +439,48 @@ def test_chunked_resnapshot_after_purge_is_filled_by_backfill_across_crashes(  #
     assert done.finalized_until > silver_v0
     got = spark.read.format("delta").load(str(tmp_path / "silver")).collect()
     assert sorted((r["id"], r["name"], r["qty"]) for r in got) == source.table()
+
+
+def test_second_loss_while_a_chunked_resnapshot_is_open(spark, source, emulator, tmp_path):
+    """A loss while generation 1's chunked re-snapshot is half read: inside
+    ``resnapshot_interval_days`` a ``DataLossError``; allowed, generation 2 opens its own chunked
+    snapshot, ``backfill()`` fills and closes that one, and generation 1's abandoned snapshot
+    holds nothing open (silver's verdict is not held by it)."""
+    from mssql_cdc.sink import open_chunked_snapshots, table_ref
+
+    bronze, facts = str(tmp_path / "bronze"), str(tmp_path / "facts")
+    source.sql(
+        "INSERT INTO dbo.orders VALUES " + ", ".join(f"({i}, N'n{i}', {i})" for i in range(1, 11))
+    )
+    source.scan()
+    chunked = {"on_data_loss": "resnapshot", "snapshot": "chunked", "bootstrap": True}
+    run(spark, source, tmp_path, "orders", "cp", **chunked)
+    cdc = stream(spark, source.options(numPartitions="2"))
+    assert cdc.backfill(bronze, app_id="orders", facts_table=facts).state == "done"
+    purge_after_stop(source, emulator, 12)
+    assert run(spark, source, tmp_path, "orders", "cp", **chunked).name == "orders.g1"
+    half = cdc.backfill(bronze, app_id="orders", facts_table=facts, chunk_rows=3, max_waves=1)
+    assert (half.state, half.chunks_done) == ("running", 2)
+    g1 = half.snapshot
+
+    purge_after_stop(source, emulator, 30)
+    with pytest.raises(DataLossError, match="the last automatic re-snapshot"):
+        run(spark, source, tmp_path, "orders", "cp", **chunked)
+    query = run(spark, source, tmp_path, "orders", "cp", **chunked, resnapshot_interval_days=0)
+    assert query.name == "orders.g2"
+    status = cdc.backfill(bronze, app_id="orders", facts_table=facts, chunk_rows=3)
+    assert status.state == "done"
+    assert status.snapshot is not None
+    assert status.snapshot > g1
+    rows = spark.read.format("delta").load(bronze).where(f"_snapshot = '{status.snapshot}'")
+    ids = [r["id"] for r in rows.collect()]
+    assert len(ids) == len(set(ids)) == len(source.table())  # every key once, none missing
+    assert rebuilt(spark, bronze, status.snapshot) == source.table()
+    closing = [e for e in events(spark, tmp_path) if e["event"] in ("resnapshot", "bootstrap")]
+    assert [(e["event"], e["app_id"]) for e in closing] == [
+        ("bootstrap", "orders"),
+        ("resnapshot", "orders.g2"),
+    ]
+    assert newest_snapshot(spark, bronze, facts)["lsn"] == status.snapshot
+    target = table_ref(bronze, "target")
+    assert open_chunked_snapshots(spark, table_ref(facts, "facts_table"), target) == []

@@ -74,3 +74,27 @@ def test_open_chunked_lists_each_stream_once_with_its_landed_chunks_and_drops_cl
     assert found[0].chunks[0].stamp == "0x08"
     assert found[0].plan is not None
     assert found[0].plan["keys"] == ["id"]
+
+
+def test_open_chunked_drops_an_older_generations_snapshot_a_newer_one_superseded():
+    # regression: generation 1's half-read chunked re-snapshot stayed listed as open (holding
+    # silver's verdict for ever) after a second loss opened generation 2's, which completed
+    events = SnapshotEvents(
+        (
+            _row("b", "snapshot_open", "0x03", mode="chunked"),
+            _row("b", "bootstrap", "0x03"),
+            _row("b.g1", "snapshot_open", "0x07", mode="chunked", generation=1, kind="resnapshot"),
+            _row("b.g1", "snapshot_chunk", "0x08", snapshot="0x07", chunk=0, wave=0),
+            _row("b.g2", "snapshot_open", "0x0A", mode="chunked", generation=2, kind="resnapshot"),
+            _row("b.g2", "resnapshot", "0x0A", generation=2),
+        )
+    )
+    assert events.open_chunked() == []
+    # while generation 2's is open, it is the one listed, not generation 1's
+    opened = SnapshotEvents(events.rows[:-1]).open_chunked()
+    assert [(s.app_id, s.snapshot_lsn) for s in opened] == [("b.g2", "0x0A")]
+
+
+def test_a_stream_whose_app_id_ends_like_a_generation_is_its_own_stream():
+    events = SnapshotEvents((_row("x.g1", "snapshot_open", "0x04", mode="chunked"),))
+    assert [(s.app_id, s.generation) for s in events.open_chunked()] == [("x.g1", 0)]

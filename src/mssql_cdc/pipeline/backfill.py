@@ -89,8 +89,9 @@ _ISOLATIONS = {"snapshot": "snapshot", "readcommitted": "readCommitted"}
 #: sink ids already warned that their headroom is unknown (one WARNING per process)
 _unknown_headroom_warned: set[str] = set()
 
-#: test hook: called with ``"before_append"`` / ``"after_append"`` and the wave's last chunk
-#: (a test raises from it to stand for a crash at that point)
+#: test hook: called with ``"before_append"`` / ``"after_append"`` and the wave's last chunk,
+#: and with ``"before_close"`` and the last chunk once every chunk's facts row is written (a
+#: test raises from it, or kills the process, to stand for a crash at that point)
 crash_point: Callable[[str, int], None] | None = None
 
 
@@ -619,5 +620,7 @@ def backfill(
         for fact in _read_wave(run, snap, plan, numbers):
             chunks[fact.chunk] = fact
         waves += 1
+    if crash_point is not None:
+        crash_point("before_close", planned - 1)
     _close(run, snap, chunks)
     return _status(snap, plan, chunks, "done", waves=waves)

@@ -33,6 +33,8 @@ at LSN ``S`` writes:
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "BOOTSTRAP_VERSION",
     "MANUAL_SNAPSHOT_APP_ID",
@@ -40,11 +42,13 @@ __all__ = [
     "events_app_id",
     "facts_app_id",
     "generation_app_id",
+    "generations_regex",
     "of_stream",
     "resnapshot_version",
     "snapshot_chunks_app_id",
     "snapshot_plan_app_id",
     "snapshots_app_id",
+    "stream_app_id",
     "switch_app_id",
 ]
 
@@ -84,11 +88,23 @@ def generation_app_id(app_id: str, generation: int) -> str:
 
 def of_stream(app_id: str, sink_id: str) -> bool:
     """Whether ``sink_id`` (a facts row's ``app_id``) is the stream ``app_id``'s: the id itself
-    or one of its generations ``<app_id>.g<n>``."""
+    or one of its generations ``<app_id>.g<n>`` (:func:`generations_regex` in Spark)."""
     if sink_id == app_id:
         return True
     head, _, number = sink_id.rpartition(".g")
-    return head == app_id and number.isdigit()
+    return head == app_id and number.isascii() and number.isdigit()
+
+
+def generations_regex(app_id: str) -> str:
+    """The regular expression (Java's, for Spark's ``rlike``) of the sink ids of ``app_id``'s
+    generations ``<app_id>.g<n>``: :func:`of_stream` without the id itself."""
+    return "^" + re.escape(app_id) + r"\.g[0-9]+$"
+
+
+def stream_app_id(sink_id: str, generation: int) -> str:
+    """The stream's app_id a sink id of ``generation`` belongs to (the inverse of
+    :func:`generation_app_id`): ``<app_id>.g<n>`` less its suffix, ``sink_id`` for 0."""
+    return sink_id.removesuffix(f".g{generation}") if generation > 0 else sink_id
 
 
 def resnapshot_version(generation: int) -> int:

@@ -12,16 +12,18 @@ call and ``mssql-cdc status`` need.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from mssql_cdc.sink.app_ids import (
+    generations_regex,
+    of_stream,
     snapshot_chunks_app_id,
     snapshot_plan_app_id,
     snapshots_app_id,
+    stream_app_id,
 )
 from mssql_cdc.sink.facts import snapshot_event_row, snapshot_open_row, utc_now
 from mssql_cdc.sink.facts_table import SnapshotOpen, append_facts
@@ -216,13 +218,7 @@ def _stream_rows(app_id: str) -> Column:
     generations' sink ids ``<app_id>.g<n>``."""
     from pyspark.sql import functions as sf
 
-    return (sf.col("app_id") == app_id) | sf.col("app_id").rlike(_generations(app_id))
-
-
-def _generations(app_id: str) -> str:
-    """The regular expression (Java's and Python's alike) of the sink ids of ``app_id``'s
-    generations, ``<app_id>.g<n>``."""
-    return "^" + re.escape(app_id) + r"\.g[0-9]+$"
+    return (sf.col("app_id") == app_id) | sf.col("app_id").rlike(generations_regex(app_id))
 
 
 #: the facts columns a chunked snapshot is read back from
@@ -320,14 +316,6 @@ def _chunked_from_rows(rows: Sequence[Row]) -> ChunkedSnapshot | None:
     )
 
 
-def _of_stream(app_id: str, row_app_id: object) -> bool:
-    """Whether a facts row's app_id is the stream ``app_id``'s (itself or a generation's sink
-    id ``<app_id>.g<n>``): :func:`_stream_rows` in Python."""
-    if not isinstance(row_app_id, str):
-        return False
-    return row_app_id == app_id or re.fullmatch(_generations(app_id), row_app_id) is not None
-
-
 @dataclass(frozen=True)
 class SnapshotEvents:
     """Every snapshot event row (:data:`SNAPSHOT_EVENTS`) written for one target by any stream,
@@ -397,7 +385,7 @@ class SnapshotEvents:
         snapshot not closed yet, ordered by app_id."""
         streams = sorted(
             {
-                str(r["app_id"])
+                _opening_stream(r["app_id"], r["detail"])
                 for r in self.rows
                 if r["event"] == "snapshot_open"
                 and r["app_id"] is not None
@@ -411,13 +399,25 @@ class SnapshotEvents:
                 [
                     r
                     for r in self.rows
-                    if r["max_lsn"] is not None and _of_stream(app_id, r["app_id"])
+                    if r["max_lsn"] is not None
+                    and isinstance(r["app_id"], str)
+                    and of_stream(app_id, r["app_id"])
                 ]
             )
             if snap is not None and not snap.complete and snap.app_id not in seen:
                 seen.add(snap.app_id)
                 out.append(snap)
         return out
+
+
+def _opening_stream(sink_id: object, detail: object) -> str:
+    """The stream (its app_id, as the user passes it) whose ``snapshot_open`` row this is: a
+    re-snapshot's row carries its generation's sink id ``<app_id>.g<n>`` and ``n`` in its
+    detail. Each stream's snapshots are then looked at together, so a chunked snapshot an
+    older generation left open is superseded by the newer generation's."""
+    generation = _json(detail).get("generation")
+    number = generation if isinstance(generation, int) else 0
+    return stream_app_id(str(sink_id), number)
 
 
 def newest_snapshot_event(
@@ -460,20 +460,22 @@ def open_chunked_snapshots(
             (sf.col("event") == "snapshot_open")
             & (sf.get_json_object("detail", "$.mode") == "chunked")
         )
-        .select("app_id", "target")
-        .distinct()
+        .select("app_id", "target", "detail")
         .collect()
     )
+    streams = {
+        (_opening_stream(r["app_id"], r["detail"]), str(r["target"]))
+        for r in found
+        if r["target"] is not None and r["app_id"] is not None
+    }
     out = []
     seen: set[tuple[str, str]] = set()
-    for r in sorted(found, key=lambda r: (str(r["app_id"]), str(r["target"]))):
-        if r["target"] is None or r["app_id"] is None:
-            continue
-        ref = table_ref(str(r["target"]), "target")
+    for app_id, text in sorted(streams):
+        ref = table_ref(text, "target")
         if target is not None and not same_table(spark, ref, target):
             continue
-        snap = chunked_snapshot(spark, facts, str(r["app_id"]), ref)
-        # a generation's sink id finds the same snapshot as the stream's app_id: listed once
+        snap = chunked_snapshot(spark, facts, app_id, ref)
+        # one target written in two spellings finds the same snapshot: listed once
         if snap is not None and not snap.complete and (snap.app_id, snap.target) not in seen:
             seen.add((snap.app_id, snap.target))
             out.append(snap)
