@@ -3,17 +3,20 @@ and Delta against the emulator: a composite key whose second column is a ``uniqu
 Type 1 and type 2 silver take each landed chunk in the server's key order (GUIDs ordered by
 their last six bytes first), keep a key no chunk holds until the snapshot completes (only a
 single integer, date or timestamp key gets range deletes), and equal the table once the
-rebuild from the complete snapshot has run."""
+rebuild from the complete snapshot has run. Then ``reconcile`` with the facts table checks the
+snapshot's chunks against bronze: none fails, until a chunk's bronze rows go missing and a
+chunk's facts row is written twice."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import ClassVar
 
 import pytest
 
 from cdc_source import CdcSource
-from mssql_cdc import apply_changes, stream
+from mssql_cdc import apply_changes, reconcile, stream
 from mssql_cdc.sink import read_silver_position, table_ref
 
 Key = tuple[int, str]
@@ -143,3 +146,37 @@ def test_waves_on_a_composite_guid_key_wait_for_completion_to_delete(spark, sour
         assert (1, _guid(4)) not in now
     history = spark.read.format("delta").load(p.silver(2)).where(f"g = '{stale[1]}'").collect()
     assert [r["__IS_CURRENT"] for r in history] == [False]  # its version closed, not dropped
+
+    def check():
+        return reconcile(
+            spark,
+            source.options(),
+            p.silver(1),
+            keys=["a", "g"],
+            bronze=p.bronze,
+            control_table=p.control,
+            facts_table=p.facts,
+        )
+
+    clean = check()
+    assert clean.chunk_snapshot is not None
+    assert (clean.match, clean.buckets, clean.failures) == (1, 1, {})
+    spark.sql(f"DELETE FROM delta.`{p.bronze}` WHERE _chunk = 1")
+    spark.sql(
+        f"INSERT INTO delta.`{p.facts}` SELECT * FROM delta.`{p.facts}` "
+        "WHERE event = 'snapshot_chunk' AND get_json_object(detail, '$.chunk') = 0"
+    )
+    broken = check()
+    assert broken.failures == {"CHUNK_ROWS": 1, "CHUNK_TILING": 1}
+    assert broken.match == 1  # silver still equals the table
+    assert broken.report is not None
+    rows = broken.report.where("failure_type LIKE 'CHUNK%'").orderBy("failure_type").collect()
+    found = [(r["failure_type"], json.loads(r["detail"])) for r in rows]
+    assert [(kind, d["chunk"], d["problem"]) for kind, d in found] == [
+        ("CHUNK_ROWS", 1, "rows differ"),
+        ("CHUNK_TILING", 0, "recorded more than once"),
+    ]
+    assert (found[0][1]["facts_rows"], found[0][1]["bronze_rows"]) == (4, 0)
+    assert {d["snapshot"] for _, d in found} == {clean.chunk_snapshot}
+    assert rows[0]["status"] is None
+    assert rows[0]["bucket_lo"] is not None  # chunk 1's bounds

@@ -39,6 +39,7 @@ from mssql_cdc.pipeline.buckets import (
     sampled,
     unit_value,
 )
+from mssql_cdc.pipeline.chunk_checks import CHUNK_FAILURES, ChunkFailure, check_chunks
 from mssql_cdc.pipeline.snapshots import read_options
 from mssql_cdc.sink import (
     TableRef,
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 
     from mssql_cdc.source import SourceTallies
 
-__all__ = ["FAILURE_TYPES", "STATUSES", "ReconcileResult", "reconcile"]
+__all__ = ["CHUNK_FAILURES", "FAILURE_TYPES", "STATUSES", "ReconcileResult", "reconcile"]
 
 log = logging.getLogger("mssql_cdc.reconcile")
 
@@ -84,8 +85,11 @@ class ReconcileResult:
         in_flight: buckets with status ``IN_FLIGHT``.
         mismatch: buckets with status ``MISMATCH``.
         hashed: buckets whose rows were compared by hash (tier 2).
-        failures: key rows per ``failure_type``.
-        report: the report rows (bucket rows, then key rows) as a DataFrame.
+        failures: key and chunk rows per ``failure_type`` (:data:`FAILURE_TYPES`,
+            :data:`CHUNK_FAILURES`).
+        report: the report rows (bucket rows, then key rows, then chunk rows) as a DataFrame.
+        chunk_snapshot: the LSN of the chunked snapshot whose chunks were checked
+            (``None``: no ``facts_table``, or bronze has no chunked snapshot).
     """
 
     run_id: str
@@ -99,6 +103,7 @@ class ReconcileResult:
     hashed: int
     failures: dict[str, int] = field(default_factory=dict)
     report: DataFrame | None = None
+    chunk_snapshot: str | None = None
 
 
 @dataclass(frozen=True)
@@ -146,8 +151,8 @@ def reconcile(
         keys: the columns identifying a row (default: the capture instance's unique index).
         bronze: the bronze table silver is applied from.
         control_table: the control table holding silver's ``applied_lsn``.
-        facts_table: the stream's facts table; accepted for chunked-snapshot checks, which do
-            not exist yet (chunked snapshots are not built).
+        facts_table: the stream's facts table: with it, the newest chunked snapshot of bronze
+            is checked against bronze first (``CHUNK_*`` rows; ``pipeline.chunk_checks``).
         bucket_rows: source rows per bucket (>= 1).
         sample: fraction of matching buckets also compared row by row (0 to 1).
         report_table: a Delta table the report rows are appended to (created on first use).
@@ -165,13 +170,15 @@ def reconcile(
     silver_ref = table_ref(silver, "silver")
     bronze_ref = table_ref(bronze, "bronze")
     control_ref = table_ref(control_table, "control_table")
-    if facts_table is not None:
-        table_ref(facts_table, "facts_table")
+    facts_ref = None if facts_table is None else table_ref(facts_table, "facts_table")
     report_ref = None if report_table is None else table_ref(report_table, "report_table")
     if not silver_ref.exists(spark):
         raise ValueError(f"silver {silver!r} does not exist; run apply_changes first")
     run_id = str(uuid.uuid4())
     run_at = datetime.now(timezone.utc).replace(tzinfo=None)
+    chunked, chunk_found = (
+        (None, []) if facts_ref is None else check_chunks(spark, facts_ref, bronze_ref)
+    )
     register(spark)
     tallies = open_tallies(parsed)
     try:
@@ -184,7 +191,9 @@ def reconcile(
             control=control_ref,
             keys=keys,
         )
-        result = run.compare(run_id, run_at, bucket_rows, sample, seed)
+        result = run.compare(
+            run_id, run_at, bucket_rows, sample, seed, chunks=(chunked, chunk_found)
+        )
     finally:
         tallies.close()
     if report_ref is not None:
@@ -445,7 +454,14 @@ class _Run:
     # --- the whole run ---
 
     def compare(
-        self, run_id: str, run_at: datetime, bucket_rows: int, sample: float, seed: int | None
+        self,
+        run_id: str,
+        run_at: datetime,
+        bucket_rows: int,
+        sample: float,
+        seed: int | None,
+        *,
+        chunks: tuple[str | None, Sequence[ChunkFailure]],
     ) -> ReconcileResult:
         source_lsn = self.tallies.max_lsn()
         g, buckets, tallied = self.tier1(bucket_rows)
@@ -482,6 +498,7 @@ class _Run:
             differences=differences,
             flight=flight,
         )
+        report_rows += self._chunk_rows(run_id, run_at, *chunks)
         counts = Counter(statuses)
         failures = Counter(r[15] for r in report_rows if r[15] is not None)
         report = report_frame(self.spark, report_rows)
@@ -497,7 +514,37 @@ class _Run:
             hashed=len(chosen_ix),
             failures=dict(failures),
             report=report,
+            chunk_snapshot=chunks[0],
         )
+
+    def _chunk_rows(
+        self,
+        run_id: str,
+        run_at: datetime,
+        snapshot: str | None,
+        failures: Sequence[ChunkFailure],
+    ) -> list[tuple[Any, ...]]:
+        """The report's chunk rows: bounds, failure type and ``detail`` (snapshot, chunk,
+        what was found); no LSN, counts or status."""
+        head = (run_id, run_at, self.silver.text, self.version, self.silver_lsn)
+        return [
+            (
+                *head,
+                None,
+                None if f.lo is None else json.dumps(f.lo, default=str),
+                None if f.hi is None else json.dumps(f.hi, default=str),
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                f.failure,
+                json.dumps({"snapshot": snapshot, "chunk": f.chunk, **f.found}, default=str),
+            )
+            for f in failures
+        ]
 
     def _report_rows(
         self,

@@ -208,21 +208,26 @@ def write_chunks(
 
 
 def chunk_rows(
-    spark: SparkSession, target: TableRef, snapshot_lsn: str, chunks: Sequence[int]
+    spark: SparkSession, target: TableRef, snapshot_lsn: str, chunks: Sequence[int] | None
 ) -> dict[int, int]:
     """Rows per chunk of the chunked snapshot ``snapshot_lsn`` in the target, for ``chunks``
-    (0 for a chunk without rows)."""
+    (0 for a chunk without rows), or for every chunk the target holds rows of (``None``). One
+    Spark job."""
     from pyspark.sql import functions as sf
 
-    counts = dict.fromkeys(chunks, 0)
-    if not chunks or not target.exists(spark):
+    counts = dict.fromkeys(chunks or (), 0)
+    if (chunks is not None and not chunks) or not target.exists(spark):
         return counts
+    df = target.read(spark)
+    if "_chunk" not in df.columns or "_snapshot" not in df.columns:
+        return counts
+    which = sf.lit(True) if chunks is None else sf.col("_chunk").isin(*chunks)
     found = (
-        target.read(spark)
-        .where(
+        df.where(
             (sf.col("_operation") == 0)
             & (sf.col("_snapshot") == snapshot_lsn)
-            & sf.col("_chunk").isin(*chunks)
+            & sf.col("_chunk").isNotNull()
+            & which
         )
         .groupBy("_chunk")
         .count()

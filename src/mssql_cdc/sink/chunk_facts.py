@@ -383,6 +383,24 @@ class SnapshotEvents:
     def open_chunked(self) -> list[ChunkedSnapshot]:
         """As :func:`open_chunked_snapshots` for the target: every stream's newest chunked
         snapshot not closed yet, ordered by app_id."""
+        return [snap for snap in self._chunked() if not snap.complete]
+
+    def newest_chunked(self) -> ChunkedSnapshot | None:
+        """The newest chunked snapshot of the target by any stream (highest LSN), open or
+        complete; ``None`` without one."""
+        return max(self._chunked(), key=lambda snap: snap.snapshot_lsn, default=None)
+
+    def chunk_records(self, snapshot_lsn: str) -> list[Row]:
+        """The ``snapshot_chunk`` rows of the chunked snapshot at ``snapshot_lsn``, as written
+        (a chunk recorded twice is there twice)."""
+        return [
+            r
+            for r in self.rows
+            if r["event"] == "snapshot_chunk" and _json(r["detail"]).get("snapshot") == snapshot_lsn
+        ]
+
+    def _chunked(self) -> list[ChunkedSnapshot]:
+        """Every stream's newest chunked snapshot, ordered by app_id."""
         streams = sorted(
             {
                 _opening_stream(r["app_id"], r["detail"])
@@ -404,7 +422,7 @@ class SnapshotEvents:
                     and of_stream(app_id, r["app_id"])
                 ]
             )
-            if snap is not None and not snap.complete and snap.app_id not in seen:
+            if snap is not None and snap.app_id not in seen:
                 seen.add(snap.app_id)
                 out.append(snap)
         return out
