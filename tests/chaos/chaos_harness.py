@@ -90,7 +90,12 @@ class Plan:
         )
 
 
-def plan(seed: int, *, seconds: float = 8.0, large: int = 3000) -> Plan:
+#: a trial's workload seconds and the most changes of its large transaction, unless told
+DEFAULT_SECONDS = 8.0
+DEFAULT_LARGE = 10_000
+
+
+def plan(seed: int, *, seconds: float = DEFAULT_SECONDS, large: int = DEFAULT_LARGE) -> Plan:
     """A trial's plan from its seed: ``seconds`` of workload and faults, transactions of up
     to ``large`` changes."""
     rng = random.Random(seed)
@@ -468,7 +473,9 @@ def _calm(emu: Emulator) -> None:
     emu.scan()
 
 
-def run_trial(seed: int, workdir: Path, *, seconds: float = 8.0, large: int = 3000) -> TrialResult:
+def run_trial(
+    seed: int, workdir: Path, *, seconds: float = DEFAULT_SECONDS, large: int = DEFAULT_LARGE
+) -> TrialResult:
     """Plans, runs and checks one trial in ``workdir`` (which must not exist)."""
     began = time.monotonic()
     p = plan(seed, seconds=seconds, large=large)
@@ -605,5 +612,15 @@ def table(results: list[TrialResult]) -> str:
     return "\n".join(lines)
 
 
-def replay_command(seed: int) -> str:
-    return f"make chaos TRIALS=1 SEED={seed}"
+def replay_command(
+    seed: int, *, seconds: float = DEFAULT_SECONDS, large: int = DEFAULT_LARGE
+) -> str:
+    """The one command that replays trial ``seed`` (the plan depends on the workload's seconds
+    and the large transaction's size too: they are passed when not the defaults)."""
+    shaping = []
+    if seconds != DEFAULT_SECONDS:
+        shaping.append(f"--seconds {seconds:g}")
+    if large != DEFAULT_LARGE:
+        shaping.append(f"--large {large}")
+    args = f' CHAOS_ARGS="{" ".join(shaping)}"' if shaping else ""
+    return f"make chaos TRIALS=1 SEED={seed}{args}"

@@ -14,16 +14,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from chaos_harness import replay_command, run_trial, table
+from chaos_harness import DEFAULT_LARGE, DEFAULT_SECONDS, replay_command, run_trial, table
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--seconds", type=float, default=8.0, help="workload seconds per trial")
     parser.add_argument(
-        "--large", type=int, default=3000, help="most changes of a large transaction"
+        "--seconds", type=float, default=DEFAULT_SECONDS, help="workload seconds per trial"
+    )
+    parser.add_argument(
+        "--large", type=int, default=DEFAULT_LARGE, help="most changes of a large transaction"
     )
     parser.add_argument("--dir", type=Path, default=None, help="keep each trial's files here")
     parser.add_argument(
@@ -59,12 +61,14 @@ def main(argv: list[str] | None = None) -> int:
         for problem in result.problems:
             print(f"  {problem}", flush=True)
         if not result.ok:
-            print(f"  replay: {replay_command(seed)}  (files: {root / f'trial-{seed}'})")
+            replay = replay_command(seed, seconds=args.seconds, large=args.large)
+            print(f"  replay: {replay}  (files: {root / f'trial-{seed}'})")
     print()
     print(table(results))
     failed = [r for r in results if not r.ok]
     for r in failed:
-        print(f"FAILED seed {r.seed}: replay with `{replay_command(r.seed)}`")
+        replay = replay_command(r.seed, seconds=args.seconds, large=args.large)
+        print(f"FAILED seed {r.seed}: replay with `{replay}`")
     if args.dir is None and not failed:
         shutil.rmtree(root, ignore_errors=True)
     return 1 if failed else 0
