@@ -17,6 +17,20 @@ from mssql_cdc import stream
 JOB = Path(__file__).with_name("_backfill_job.py")
 
 
+def _killed_at(job_file: Path, job: dict[str, object]) -> None:
+    """Runs the backfill job in its own process group; it must end SIGKILLed at ``step``."""
+    job_file.write_text(json.dumps(job))
+    done = subprocess.run(
+        [sys.executable, str(JOB), str(job_file)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        start_new_session=True,
+        check=False,
+    )
+    assert done.returncode == -signal.SIGKILL, (job["step"], done.stderr[-3000:])
+
+
 def test_backfill_killed_before_and_after_the_append_resumes_without_a_chunk_twice(
     spark, source, tmp_path
 ):
@@ -41,16 +55,7 @@ def test_backfill_killed_before_and_after_the_append_resumes_without_a_chunk_twi
     # killed before the first wave's append (planned, nothing of the wave written), then
     # after the rerun's append (in bronze, its facts rows not written)
     for step in ("before_append", "after_append"):
-        job_file.write_text(json.dumps({**job, "chunk_rows": 2, "max_waves": 1, "step": step}))
-        done = subprocess.run(
-            [sys.executable, str(JOB), str(job_file)],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            start_new_session=True,
-            check=False,
-        )
-        assert done.returncode == -signal.SIGKILL, (step, done.stderr[-3000:])
+        _killed_at(job_file, {**job, "chunk_rows": 2, "max_waves": 1, "step": step})
         chunk_rows = spark.read.format("delta").load(facts).where("event = 'snapshot_chunk'")
         assert chunk_rows.count() == 0
         plans = spark.read.format("delta").load(facts).where("event = 'snapshot_plan'")
@@ -61,18 +66,7 @@ def test_backfill_killed_before_and_after_the_append_resumes_without_a_chunk_twi
     assert landed == 4  # chunks 0 and 1 (two rows each) in bronze, their facts rows not written
 
     # every chunk read and recorded (0 and 1 from bronze), killed before the closing row
-    job_file.write_text(
-        json.dumps({**job, "chunk_rows": 2, "max_waves": None, "step": "before_close"})
-    )
-    done = subprocess.run(
-        [sys.executable, str(JOB), str(job_file)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        start_new_session=True,
-        check=False,
-    )
-    assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
+    _killed_at(job_file, {**job, "chunk_rows": 2, "max_waves": None, "step": "before_close"})
     recorded = spark.read.format("delta").load(facts)
     assert recorded.where("event = 'snapshot_chunk'").count() == 4
     assert recorded.where("event = 'bootstrap'").count() == 0

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 import pytest
+from _waves import WavesPipe
 
 from cdc_source import CdcSource
-from mssql_cdc import apply_changes, stream
 from mssql_cdc.silver import apply as apply_module
 from mssql_cdc.sink import read_silver_position, table_ref
 
@@ -36,48 +36,10 @@ class _CrashError(RuntimeError):
     pass
 
 
-class _Pipe:
+class _Pipe(WavesPipe):
     def __init__(self, spark, source: Source, tmp_path) -> None:
-        self.spark, self.source, self.tmp = spark, source, tmp_path
-        self.bronze, self.facts = str(tmp_path / "bronze"), str(tmp_path / "facts")
-        self.control = str(tmp_path / "control")
-        self.cdc = stream(spark, source.options())
-
-    def run(self) -> None:
-        self.source.scan()
-        self.cdc.to_delta(
-            self.bronze,
-            app_id="waves",
-            checkpoint=str(self.tmp / "cp"),
-            facts_table=self.facts,
-            trigger={"availableNow": True},
-            bootstrap=True,
-            snapshot="chunked",
-        ).awaitTermination()
-
-    def wave(self):
-        return self.cdc.backfill(
-            self.bronze,
-            app_id="waves",
-            facts_table=self.facts,
-            chunk_rows=3,
-            max_waves=1,
-            target_wave_seconds=0,
-        )
-
-    def silver(self, scd: int) -> str:
-        return str(self.tmp / f"silver{scd}")
-
-    def apply(self, scd: int):
-        return apply_changes(
-            self.spark,
-            self.bronze,
-            self.silver(scd),
-            capture_instance="dbo_k",
-            keys=["id"],
-            control_table=self.control,
-            facts_table=self.facts,
-            scd_type=scd,
+        super().__init__(
+            spark, source, tmp_path, app_id="waves", instance="dbo_k", keys=["id"], chunk_rows=3
         )
 
     def current(self, scd: int) -> dict[int, int]:

@@ -528,17 +528,11 @@ class _Run:
         what was found); no LSN, counts or status."""
         head = (run_id, run_at, self.silver.text, self.version, self.silver_lsn)
         return [
-            (
-                *head,
+            _failure_row(
+                head,
                 None,
                 None if f.lo is None else json.dumps(f.lo, default=str),
                 None if f.hi is None else json.dumps(f.hi, default=str),
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
                 None,
                 f.failure,
                 json.dumps({"snapshot": snapshot, "chunk": f.chunk, **f.found}, default=str),
@@ -591,20 +585,28 @@ class _Run:
                 detail["found"] = failure
                 failure = "IN_FLIGHT"
             out.append(
-                (
-                    *head,
+                _failure_row(
+                    head,
                     rows_lsn,
                     bound_json(b.lo, self.kind),
                     bound_json(b.hi, self.kind),
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
                     key_json(self.keys, d.key),
                     failure,
                     json.dumps(detail),
                 )
             )
         return out
+
+
+def _failure_row(  # noqa: PLR0917 (one report row's columns, in order)
+    head: tuple[Any, ...],
+    source_lsn: str | None,
+    lo: str | None,
+    hi: str | None,
+    key: str | None,
+    failure: str,
+    detail: str,
+) -> tuple[Any, ...]:
+    """A key or chunk row of the report: ``head`` (run, silver), the LSN and bounds, no counts,
+    status or hash flag, then the key, failure type and detail."""
+    return (*head, source_lsn, lo, hi, None, None, None, None, None, None, key, failure, detail)
