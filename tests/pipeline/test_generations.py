@@ -119,3 +119,25 @@ def test_chunked_snapshot_mode_is_accepted():
 def test_accepted_data_loss_arguments():
     assert check_recovery("resnapshot", 0, False, "full").resnapshot is True
     assert check_recovery("fail", 7, False, "full").interval_days == 7.0
+
+
+def test_unfinished_first_log_entry_is_removed_and_a_written_log_left_alone(tmp_path):
+    from mssql_cdc.pipeline.generations import clear_unfinished_log_writes
+
+    temp = ".0.fe696882-0b23-4518-9c43-07a30ed71cf0.tmp"
+    offsets = tmp_path / "cp" / "offsets"
+    offsets.mkdir(parents=True)
+    (tmp_path / "cp" / "commits").mkdir()
+    (offsets / temp).write_text("v1")
+    (offsets / f".{temp}.crc").write_text("crc")
+    (offsets / "notes.txt").write_text("not Spark's")  # not a log temp file: kept
+    removed = clear_unfinished_log_writes(str(tmp_path / "cp"))
+    assert sorted(removed) == sorted([str(offsets / temp), str(offsets / f".{temp}.crc")])
+    assert sorted(p.name for p in offsets.iterdir()) == ["notes.txt"]
+
+    # a log with an entry: its temporary files are Spark's business
+    (offsets / "0").write_text("v1")
+    (offsets / ".1.0b5e3c8e-1d7a-4c1e-9d7b-2f6f1c1a0e11.tmp").write_text("v1")
+    assert clear_unfinished_log_writes(str(tmp_path / "cp")) == []
+    assert clear_unfinished_log_writes("abfss://c@a.dfs.core.windows.net/cp") == []
+    assert clear_unfinished_log_writes(str(tmp_path / "none")) == []

@@ -186,3 +186,26 @@ def test_every_argument_is_checked_before_the_bootstrap_reads_or_writes(
     assert spark.streams.active == []
     assert not bronze.exists()
     assert not facts.exists()
+
+
+def test_a_driver_killed_while_writing_the_first_offset_does_not_block_the_restart(
+    spark, source, tmp_path, caplog
+):
+    # Regression (fault harness, seed 2060): a SIGKILL while Spark wrote offsets/0 left only its
+    # temporary file; every restart then failed with STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY.
+    import logging
+
+    cp, bronze = tmp_path / "cp", tmp_path / "bronze"
+    (cp / "offsets").mkdir(parents=True)
+    (cp / "commits").mkdir()
+    (cp / "metadata").write_text('{"id":"caf8646e-4be3-4dfa-b32b-dc1ff93a4f94"}')
+    temp = cp / "offsets" / ".0.fe696882-0b23-4518-9c43-07a30ed71cf0.tmp"
+    temp.write_text("v1\n")
+    source.workload(1)
+    with caplog.at_level(logging.WARNING, logger="mssql_cdc"):
+        stream(spark, source.options()).to_delta(
+            str(bronze), app_id="killed-early", checkpoint=str(cp), trigger={"availableNow": True}
+        ).awaitTermination()
+    assert bronze_changes(spark, bronze) == source.changes()
+    assert not temp.exists()
+    assert any("unfinished first entry" in r.getMessage() for r in caplog.records)

@@ -25,6 +25,7 @@ from mssql_cdc.pipeline.arguments import (
     path_argument,
     text_argument,
 )
+from mssql_cdc.pipeline.generations import clear_unfinished_log_writes
 from mssql_cdc.pipeline.locations import check_checkpoint, is_uri, resolve_metrics_path
 from mssql_cdc.pipeline.platform import detect_platform
 from mssql_cdc.pipeline.recovery import Generation, live_generation
@@ -243,6 +244,7 @@ class CdcStream:
         )
         if triggers is not None:
             writer = writer.trigger(**triggers)  # type: ignore[call-overload]
+        _clear_unfinished_log(location, sink_id)
         query = writer.start()
         log.info(
             "%s: started query %r: %s -> %s (checkpoint %s, facts %s, metrics %s)",
@@ -561,3 +563,15 @@ def stream(spark: SparkSession, options: SourceOptions | Mapping[str, object]) -
     parsed = parse_options(copied)
     register(spark)
     return CdcStream(spark, copied, parsed)
+
+
+def _clear_unfinished_log(checkpoint: str, sink_id: str) -> None:
+    """Removes what a driver killed while writing the checkpoint's first log entry left
+    (``generations.clear_unfinished_log_writes``), with a WARNING per file."""
+    for path in clear_unfinished_log_writes(checkpoint):
+        log.warning(
+            "%s: removed %s, the unfinished first entry of the checkpoint's log a stopped "
+            "driver left (Spark would refuse to start batch 0 next to it)",
+            sink_id,
+            path,
+        )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -34,6 +35,7 @@ __all__ = [
     "STATE_FILE",
     "GenerationState",
     "Recovering",
+    "clear_unfinished_log_writes",
     "generation_checkpoint",
     "last_committed_offset",
     "read_state",
@@ -127,6 +129,38 @@ def write_state(checkpoint: str, state: GenerationState) -> None:
         if os.path.exists(temp):
             os.unlink(temp)
         raise
+
+
+#: the temporary file Spark's checkpoint file manager writes a log entry to before renaming it
+#: into place (``.<batch>.<uuid>.tmp``), and Hadoop's checksum of it (``..<batch>.<uuid>.tmp.crc``)
+_LOG_TEMP = re.compile(r"^\.\.?[0-9]+\.[0-9A-Fa-f-]{36}\.tmp(\.crc)?$")
+
+
+def clear_unfinished_log_writes(checkpoint: str) -> list[str]:
+    """Removes the temporary files of a log entry a killed driver did not finish from the
+    offset and commit logs of a local ``checkpoint`` that holds no entry yet; returns their
+    paths (none for a URI checkpoint, which Python does not open).
+
+    A driver killed while writing the first offset-log entry leaves only its temporary file
+    in ``offsets/``; the entry never became visible (it is renamed into place when complete),
+    so nothing is lost by removing it. Without that, Spark 4 refuses to start the query for
+    good: it plans batch 0 and finds ``offsets/`` not empty
+    (``STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY``). A log that holds an entry is left as it
+    is.
+    """
+    if "://" in checkpoint:
+        return []
+    removed = []
+    for log_name in ("offsets", "commits"):
+        directory = os.path.join(checkpoint, log_name)
+        if not os.path.isdir(directory) or _batches(directory):
+            continue
+        for name in sorted(os.listdir(directory)):
+            if _LOG_TEMP.match(name):
+                path = os.path.join(directory, name)
+                os.unlink(path)
+                removed.append(path)
+    return removed
 
 
 def _batches(directory: str) -> list[int]:
