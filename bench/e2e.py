@@ -12,7 +12,7 @@ ratios, not absolute numbers):
 * ``floor``: the same rows already in memory (an Arrow table) appended to Delta.
 
     .venv/bin/python bench/e2e.py [--rows 100000] [--partitions 1 2 4] [--facts]
-        [--rows-per-commit 1000] [--rounds 2]
+        [--rows-per-commit 1000] [--rounds 2] [--whole-replies]
 
 ``--partitions`` takes several counts: the source is loaded once, then ``to_delta`` and the
 JDBC path run once per count (``numPartitions``; the JDBC source splits on ``id``), the floor
@@ -20,6 +20,9 @@ once. ``--rounds`` (default 2) repeats all of that in the same session and repor
 round: a fresh JVM spends most of its first million-row batch compiling (its C2 and C1 compiler
 threads used 13 of its 24 CPU seconds in a profile), and whichever path ran first paid for it.
 ``--facts`` gives ``to_delta`` a facts table (the exactly-once sink's full work per batch).
+``--whole-replies`` adds a ``to_delta`` run per count with the emulator encoding each reply
+whole before its first packet (as before it streamed results, ADR 0175), to measure what the
+streaming changes in the same run.
 The sink's per-step timings (its DEBUG line, docs/sink.md) are printed per batch. The
 mssql-jdbc jar is fetched with Maven (the version the driver tests pin). Prints a table and
 exits 0; a path that cannot run here is reported as n/a with the reason.
@@ -126,6 +129,12 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
         help="run every path this many times in turn; the table shows the last round (the "
         "first warms the JVM: its JIT compiles Spark's, Delta's and Parquet's code then)",
     )
+    parser.add_argument(
+        "--whole-replies",
+        action="store_true",
+        help="also run to_delta with the emulator encoding each reply whole before sending it "
+        "(as before ADR 0175: no overlap of its encoding with the read), for comparison",
+    )
     args = parser.parse_args()
 
     class Steps(logging.Handler):  # the sink's per-batch DEBUG line, printed as it comes
@@ -140,7 +149,9 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
     from _fill import fill
     from mssql_cdc import _native, stream
     from mssql_cdc.emulator import Emulator
+    from mssql_cdc.emulator.server import render
 
+    streamed = render.STREAM_ROWS
     work = Path(tempfile.mkdtemp(prefix="mssql-cdc-e2e-"))
     spark, jar = bench_spark("mssql-cdc-e2e")
     results: dict[str, tuple[float, int] | str] = {}
@@ -165,26 +176,32 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
                     "captureInstance": "dbo_bench",
                     "numPartitions": str(parts),
                 }
-                name = f"{tag}p{parts}"
-                started = time.perf_counter()
-                query = stream(spark, options).to_delta(
-                    str(work / f"bronze{name}"),
-                    app_id=f"e2e{name}",
-                    checkpoint=str(work / f"cp{name}"),
-                    facts_table=str(work / f"facts{name}") if args.facts else None,
-                    trigger={"availableNow": True},
-                )
-                query.awaitTermination()
-                seconds = time.perf_counter() - started
-                for progress in query.recentProgress:
-                    durations = dict(progress["durationMs"])
-                    print(
-                        f"# round {round_} to_delta p={parts} batch {progress['batchId']}: "
-                        f"{progress['numInputRows']:,} rows, durations ms {durations}"
+                variants = [("to_delta", render.STREAM_ROWS)]
+                if args.whole_replies:
+                    variants.append(("to_delta whole", sys.maxsize))
+                for label, stream_rows in variants:
+                    name = f"{tag}p{parts}{'w' if stream_rows == sys.maxsize else ''}"
+                    render.STREAM_ROWS = stream_rows
+                    started = time.perf_counter()
+                    query = stream(spark, options).to_delta(
+                        str(work / f"bronze{name}"),
+                        app_id=f"e2e{name}",
+                        checkpoint=str(work / f"cp{name}"),
+                        facts_table=str(work / f"facts{name}") if args.facts else None,
+                        trigger={"availableNow": True},
                     )
-                landed = spark.read.format("delta").load(str(work / f"bronze{name}")).count()
-                results[f"to_delta p={parts}"] = (seconds, landed)
-                print(f"# round {round_} to_delta p={parts}: {landed:,} rows in {seconds:.2f} s")
+                    query.awaitTermination()
+                    seconds = time.perf_counter() - started
+                    render.STREAM_ROWS = streamed
+                    for progress in query.recentProgress:
+                        durations = dict(progress["durationMs"])
+                        print(
+                            f"# round {round_} {label} p={parts} batch {progress['batchId']}: "
+                            f"{progress['numInputRows']:,} rows, durations ms {durations}"
+                        )
+                    landed = spark.read.format("delta").load(str(work / f"bronze{name}")).count()
+                    results[f"{label} p={parts}"] = (seconds, landed)
+                    print(f"# round {round_} {label} p={parts}: {landed:,} rows in {seconds:.2f} s")
                 results[f"jdbc p={parts}"] = jdbc(
                     spark, emu, jar, work / f"jdbc{name}", parts=parts, keys=args.rows
                 )
@@ -203,14 +220,14 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
 
     print(f"# the table: round {args.rounds} of {args.rounds}")
     floor_seconds = results["floor"][0] if isinstance(results["floor"], tuple) else None
-    print(f"{'path':<14}{'seconds':>9}{'rows':>10}{'rows/s':>12}{'x floor':>9}")
+    print(f"{'path':<22}{'seconds':>9}{'rows':>10}{'rows/s':>12}{'x floor':>9}")
     for name, value in results.items():
         if isinstance(value, str):
-            print(f"{name:<14}  {value}")
+            print(f"{name:<22}  {value}")
             continue
         seconds, rows = value
         ratio = f"{seconds / floor_seconds:.1f}" if floor_seconds else "-"
-        print(f"{name:<14}{seconds:>9.2f}{rows:>10,}{rows / seconds:>12,.0f}{ratio:>9}")
+        print(f"{name:<22}{seconds:>9.2f}{rows:>10,}{rows / seconds:>12,.0f}{ratio:>9}")
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
 

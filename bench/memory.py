@@ -4,10 +4,14 @@
 For each ``--rows`` size, a fresh emulator is filled directly in its engine (as
 ``emulator_rate.py`` does: the 12-column change row of ``e2e.py``, every row in one commit, so
 the batch is one partition reading every row), and an availableNow query reads it with
-``numPartitions=1`` into Spark's ``noop`` sink. A sampler follows this process's descendants
-(Spark's JVM, its Python daemon and workers) and keeps the largest peak resident set
-(``VmHWM``) of a Python process among them; the data source's worker is where the rows are
-decoded into Arrow. The figure should be the same for every size.
+``numPartitions=1`` into Spark's ``noop`` sink. Python workers are not reused
+(``spark.python.worker.reuse=false``), so each query's reading worker is a new process. A
+sampler follows this process's descendants and keeps the peak resident set (``VmHWM``) of each
+Python process among them (not Spark's JVM, whose command line also names python). The table
+shows the largest among the Python processes started for that size's query (its reading
+worker, where the rows are decoded into Arrow, and its planning worker) and among the older
+ones (Spark's Python daemon, earlier queries' planners). The first figure should be the same
+for every size.
 
     .venv/bin/python bench/memory.py [--rows 1000000 10000000] [--batch-rows 10000]
 """
@@ -55,11 +59,11 @@ def _descendants(root: int) -> list[int]:
 def _python_peak_kb(pid: int) -> int | None:
     try:
         status = Path(f"/proc/{pid}/status").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+        program = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
     except OSError:
         return None
-    if b"python" not in cmdline:
-        return None
+    if not os.path.basename(program).startswith(b"python"):
+        return None  # the JVM's command line names python too (its classpath)
     for line in status.splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1])
@@ -67,19 +71,23 @@ def _python_peak_kb(pid: int) -> int | None:
 
 
 class Sampler(threading.Thread):
-    """Largest VmHWM (kB) of a Python process under this one, sampled every 0.2 s."""
+    """Largest VmHWM (kB) of each Python process under this one, sampled every 0.2 s."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
-        self.peak_kb = 0
+        self.peaks: dict[int, int] = {}
         self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.wait(0.2):
             for pid in _descendants(os.getpid()):
                 kb = _python_peak_kb(pid)
-                if kb is not None and kb > self.peak_kb:
-                    self.peak_kb = kb
+                if kb is not None and kb > self.peaks.get(pid, 0):
+                    self.peaks[pid] = kb
+
+    @property
+    def peak_kb(self) -> int:
+        return max(self.peaks.values(), default=0)
 
 
 def main() -> None:
@@ -92,7 +100,10 @@ def main() -> None:
     from mssql_cdc.source import register
     from mssql_cdc.spark import get_spark
 
-    spark = get_spark("mssql-cdc-memory", "local[2]", config={"spark.ui.enabled": "false"})
+    # a fresh worker per task, so each size's peak is its own (a reused worker keeps the peak
+    # of every earlier read in VmHWM)
+    config = {"spark.ui.enabled": "false", "spark.python.worker.reuse": "false"}
+    spark = get_spark("mssql-cdc-memory", "local[2]", config=config)
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     results = []
@@ -108,6 +119,7 @@ def main() -> None:
                 "numPartitions": "1",
                 "arrowBatchSize": str(args.batch_rows),
             }
+            before = set(_descendants(os.getpid()))
             sampler = Sampler()
             sampler.start()
             started = time.perf_counter()
@@ -125,12 +137,16 @@ def main() -> None:
             sampler.done.set()
             sampler.join()
             read = sum(p["numInputRows"] for p in query.recentProgress)
-            results.append((rows, read, seconds, sampler.peak_kb / 1024))
+            new = [kb for pid, kb in sampler.peaks.items() if pid not in before]
+            old = [kb for pid, kb in sampler.peaks.items() if pid in before]
+            results.append(
+                (rows, read, seconds, max(new, default=0) / 1024, max(old, default=0) / 1024)
+            )
             print(f"# {rows:,} rows: read {read:,} in {seconds:.1f} s", flush=True)
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{'rows':>12}{'read':>12}{'seconds':>9}{'worker peak MB':>16}")
-    for rows, read, seconds, peak in results:
-        print(f"{rows:>12,}{read:>12,}{seconds:>9.1f}{peak:>16.0f}")
+    print(f"{'rows':>12}{'read':>12}{'seconds':>9}{'worker peak MB':>16}{'older Python MB':>17}")
+    for rows, read, seconds, peak, others in results:
+        print(f"{rows:>12,}{read:>12,}{seconds:>9.1f}{peak:>16.0f}{others:>17.0f}")
     spark.stop()
 
 

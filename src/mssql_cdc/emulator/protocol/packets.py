@@ -14,7 +14,7 @@ from typing import Protocol
 
 from mssql_cdc.emulator.protocol.wire import ProtocolError
 
-__all__ = ["Channel", "Message", "PacketReader", "PacketType", "frame"]
+__all__ = ["Channel", "Framer", "Message", "PacketReader", "PacketType", "frame"]
 
 HEADER = struct.Struct(">BBHHBB")
 STATUS_EOM = 0x01
@@ -133,13 +133,46 @@ class PacketReader:
         return Message(ptype, status, b"".join(parts))
 
 
+class Framer:
+    """Splits one message, handed over in pieces, into packets of at most ``packet_size``
+    bytes (header included): each full packet as soon as its bytes are there, the last one,
+    with EOM, at :meth:`finish`. A reply is sent while the rest of it is still being encoded,
+    as SQL Server streams rows; the packets are the same as :func:`frame` makes of the whole
+    message (every packet but the last full, packet ids counting from 1 modulo 256)."""
+
+    def __init__(self, ptype: int, packet_size: int, spid: int = 0) -> None:
+        self.ptype = ptype
+        self.spid = spid
+        self.room = max(packet_size - HEADER.size, 1)
+        self._pending = b""
+        self._count = 0
+
+    def _packet(self, chunk: bytes | memoryview, status: int) -> bytes:
+        self._count += 1
+        size = len(chunk) + HEADER.size
+        return HEADER.pack(self.ptype, status, size, self.spid, self._count % 256, 0) + chunk
+
+    def feed(self, data: bytes) -> bytes:
+        """The full packets ``data`` completes (possibly none); at least one byte stays back,
+        since the last packet is only known at :meth:`finish`."""
+        pending = self._pending + data if self._pending else data
+        view = memoryview(pending)
+        out = []
+        at = 0
+        while len(pending) - at > self.room:
+            out.append(self._packet(view[at : at + self.room], 0))
+            at += self.room
+        self._pending = bytes(view[at:])
+        return b"".join(out)
+
+    def finish(self) -> bytes:
+        """The last packet (EOM), holding what is left (possibly nothing)."""
+        last = self._packet(self._pending, STATUS_EOM)
+        self._pending = b""
+        return last
+
+
 def frame(ptype: int, payload: bytes, packet_size: int, spid: int = 0) -> bytes:
     """Split a message into packets of at most ``packet_size`` bytes (header included)."""
-    room = max(packet_size - HEADER.size, 1)
-    out = []
-    chunks = [payload[i : i + room] for i in range(0, len(payload), room)] or [b""]
-    for index, chunk in enumerate(chunks):
-        status = STATUS_EOM if index == len(chunks) - 1 else 0
-        header = HEADER.pack(ptype, status, len(chunk) + HEADER.size, spid, (index + 1) % 256, 0)
-        out.append(header + chunk)
-    return b"".join(out)
+    framer = Framer(ptype, packet_size, spid)
+    return framer.feed(payload) + framer.finish()

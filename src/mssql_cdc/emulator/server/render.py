@@ -2,53 +2,80 @@
 
 A SQLBatch answer ends with a DONE without the MORE bit; each statement before gets DONE with
 MORE (MS-TDS 2.2.7.6). An RPC answer uses DONEINPROC per statement, then RETURNSTATUS and
-DONEPROC (2.2.7.7/2.2.7.8). Rows are encoded before anything is sent, so a value that cannot be
-encoded becomes an ERROR instead of a half-written result.
+DONEPROC (2.2.7.7/2.2.7.8).
+
+:func:`render_stream` yields the reply in pieces: a result set's rows are encoded
+:data:`STREAM_ROWS` at a time, as the session sends them, so a client decodes the first rows
+while later ones are encoded and a client that stops reading stops the encoding (SQL Server
+streams a result the same way). The first piece of a result set holds its COLMETADATA and its
+first rows, so a value that cannot be encoded there becomes an ERROR instead of a half-written
+result; in a later piece, the rows before it have been sent, the ERROR follows them, as SQL
+Server reports an error met in the middle of a result. :func:`render` is the whole reply.
 """
 
 from __future__ import annotations
 
 import logging
 import struct
+from collections.abc import Iterator
 
 from mssql_cdc.emulator.core.errors import SqlError
 from mssql_cdc.emulator.core.results import BatchOutcome, StatementResult
 from mssql_cdc.emulator.protocol import tokens
-from mssql_cdc.emulator.protocol.arrowrows import encode_rows
+from mssql_cdc.emulator.protocol.arrowrows import ArrowRows, encode_rows
 
-__all__ = ["render"]
+__all__ = ["STREAM_ROWS", "render", "render_stream"]
 
 log = logging.getLogger("mssql_cdc.emulator.server.render")
 
+#: rows of a result set encoded per piece of a streamed reply (about 1.5 MB of the 12-column
+#: change row)
+STREAM_ROWS = 16_384
 
-def _result(result: StatementResult) -> bytes:
+_ENCODING_ERRORS = (ValueError, OverflowError, TypeError, struct.error)
+
+
+def _rows(result: StatementResult) -> Iterator[bytes]:
+    """The ROW tokens of ``result``, :data:`STREAM_ROWS` rows a piece when they are Arrow
+    (the C encoder, or the Python one where it declines), else in one piece."""
     assert result.columns is not None
-    parts = [tokens.colmetadata(result.columns)]
-    fast = encode_rows(result.columns, result.rows)
-    if fast is not None:
-        parts.append(fast)
-        return b"".join(parts)
-    for row in result.rows:
-        parts.append(tokens.row(result.columns, row))
-    return b"".join(parts)
+    rows = result.rows
+    step = STREAM_ROWS if isinstance(rows, ArrowRows) else max(len(rows), 1)
+    for start in range(0, len(rows), step):
+        part = rows[start : start + step]
+        fast = encode_rows(result.columns, part)
+        if fast is None:
+            fast = b"".join(tokens.row(result.columns, row) for row in part)
+        yield fast
+
+
+def _result(result: StatementResult) -> Iterator[bytes]:
+    """COLMETADATA with the first rows, then the other rows piece by piece; raises one of
+    :data:`_ENCODING_ERRORS` for a value that cannot be encoded."""
+    assert result.columns is not None
+    pieces = _rows(result)
+    yield tokens.colmetadata(result.columns) + next(pieces, b"")
+    yield from pieces
 
 
 def _error(err: SqlError) -> bytes:
     return tokens.error(err.number, err.state, err.klass, err.message)
 
 
-def render(outcome: BatchOutcome, *, rpc: bool = False, nocount: bool = False) -> bytes:
-    parts: list[bytes] = []
+def render_stream(
+    outcome: BatchOutcome, *, rpc: bool = False, nocount: bool = False
+) -> Iterator[bytes]:
+    """The reply to ``outcome`` in pieces, encoded as they are asked for."""
     done_token = tokens.DONEINPROC if rpc else tokens.DONE
     error = outcome.error
     results = outcome.results
     for index, result in enumerate(results):
-        parts.extend(result.env)
+        yield from result.env
         status = 0
         if result.columns is not None:
             try:
-                parts.append(_result(result))
-            except (ValueError, OverflowError, TypeError, struct.error) as exc:
+                yield from _result(result)
+            except _ENCODING_ERRORS as exc:
                 log.info("value could not be encoded: %s", exc)
                 error = SqlError(
                     8115,
@@ -62,15 +89,19 @@ def render(outcome: BatchOutcome, *, rpc: bool = False, nocount: bool = False) -
         last = index == len(results) - 1 and error is None and not rpc
         if not last:
             status |= tokens.DONE_MORE
-        parts.append(tokens.done(status, result.curcmd, result.rowcount or 0, token=done_token))
+        yield tokens.done(status, result.curcmd, result.rowcount or 0, token=done_token)
     if error is not None:
-        parts.append(_error(error))
+        yield _error(error)
         more = tokens.DONE_MORE if rpc else 0
-        parts.append(tokens.done(tokens.DONE_ERROR | more, 0, 0, token=done_token))
+        yield tokens.done(tokens.DONE_ERROR | more, 0, 0, token=done_token)
     if rpc:
-        parts.append(tokens.returnstatus(0 if error is None else 1))
+        yield tokens.returnstatus(0 if error is None else 1)
         status = tokens.DONE_ERROR if error is not None else 0
-        parts.append(tokens.done(status, 0xE0, 0, token=tokens.DONEPROC))
+        yield tokens.done(status, 0xE0, 0, token=tokens.DONEPROC)
     elif not results and error is None:
-        parts.append(tokens.done())
-    return b"".join(parts)
+        yield tokens.done()
+
+
+def render(outcome: BatchOutcome, *, rpc: bool = False, nocount: bool = False) -> bytes:
+    """The whole reply to ``outcome``."""
+    return b"".join(render_stream(outcome, rpc=rpc, nocount=nocount))

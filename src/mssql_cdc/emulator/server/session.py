@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import logging
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -18,12 +20,19 @@ from mssql_cdc.emulator.core.results import BatchOutcome, StatementResult
 from mssql_cdc.emulator.engine.executor import Executor, coerce
 from mssql_cdc.emulator.engine.params import parse_param_declarations
 from mssql_cdc.emulator.protocol import login7, prelogin, tokens
-from mssql_cdc.emulator.protocol.packets import HEADER, Channel, PacketReader, PacketType, frame
+from mssql_cdc.emulator.protocol.packets import (
+    HEADER,
+    Channel,
+    Framer,
+    PacketReader,
+    PacketType,
+    frame,
+)
 from mssql_cdc.emulator.protocol.rpc import RpcCall, parse_batch, parse_rpc, parse_tm
 from mssql_cdc.emulator.protocol.tls import RawChannel, TlsChannel
 from mssql_cdc.emulator.protocol.types import CLIENT_UTF8, COLLATION_CP1252, SqlType
 from mssql_cdc.emulator.protocol.wire import ProtocolError
-from mssql_cdc.emulator.server.render import render
+from mssql_cdc.emulator.server.render import render, render_stream
 
 if TYPE_CHECKING:
     from mssql_cdc.emulator.server.server import EmulatorServer
@@ -302,18 +311,20 @@ class Session:
                 text = parse_batch(msg.payload)
                 self.server.statement_counts[text] += 1
                 outcome = await asyncio.to_thread(executor.run_batch, text)
-                await self._reply(channel, outcome, render(outcome, nocount=executor.nocount))
+                await self._reply(
+                    channel, outcome, render_stream(outcome, nocount=executor.nocount)
+                )
             elif msg.type == PacketType.RPC:
                 calls = parse_rpc(msg.payload)
-                payload = b""
                 merged = BatchOutcome([])
+                replies: list[Iterator[bytes]] = []
                 for call in calls:
                     if call.params and isinstance(call.params[0].value, str):
                         self.server.statement_counts[call.params[0].value] += 1
                     outcome = await asyncio.to_thread(self._rpc, executor, call)
                     merged.results.extend(outcome.results)
-                    payload += render(outcome, rpc=True, nocount=executor.nocount)
-                await self._reply(channel, merged, payload)
+                    replies.append(render_stream(outcome, rpc=True, nocount=executor.nocount))
+                await self._reply(channel, merged, itertools.chain.from_iterable(replies))
             elif msg.type == PacketType.ATTENTION:
                 await self._send(channel, tokens.done(tokens.DONE_ATTN))
             elif msg.type == PacketType.TRANSACTION_MANAGER:
@@ -327,12 +338,22 @@ class Session:
             if self.server.faults.count_request(self.spid, eligible) is not None:
                 raise _DroppedError("between requests", graceful=True)
 
-    async def _reply(self, channel: Channel, outcome: BatchOutcome, payload: bytes) -> None:
-        """Send a reply, unless a ``mid_result`` fault cuts it and drops the connection."""
+    async def _reply(
+        self, channel: Channel, outcome: BatchOutcome, pieces: Iterable[bytes]
+    ) -> None:
+        """Send a reply piece by piece as it is encoded (each write waits until the client
+        has taken enough of the earlier ones), unless a ``mid_result`` fault cuts it and drops
+        the connection."""
         fault = self.server.faults.take("mid_result", self.spid)
         if fault is None:
-            await self._send(channel, payload)
+            framer = Framer(PacketType.REPLY, self.packet_size, self.spid)
+            for piece in pieces:
+                packets = framer.feed(piece)
+                if packets:
+                    await channel.write(packets)
+            await channel.write(framer.finish())
             return
+        payload = b"".join(pieces)
         framed = frame(PacketType.REPLY, payload, self.packet_size, self.spid)
         if fault.after_bytes is not None:
             cut = fault.after_bytes

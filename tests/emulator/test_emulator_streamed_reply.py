@@ -1,0 +1,168 @@
+"""The emulator streams a large result as SQL Server does (emulator/server/render.py,
+emulator/protocol/packets.py): rows are encoded a piece at a time as the reply is sent, so a
+client decodes while the rest is encoded and a client that stops reading stops the encoding.
+
+* the packets of a message handed over in pieces are the packets of the whole message;
+* a result of several pieces is encoded lazily, piece by piece, and reads back whole;
+* an error met after rows were sent follows them (ERROR, then DONE with the error bit);
+* a connection that fails while a reply is sent stops the encoding there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import types
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from mssql_cdc import _native
+from mssql_cdc.emulator.core.faults import FaultRegistry
+from mssql_cdc.emulator.engine.executor import Executor
+from mssql_cdc.emulator.protocol import arrowrows, tokens
+from mssql_cdc.emulator.protocol.packets import HEADER, STATUS_EOM, Framer, PacketType, frame
+from mssql_cdc.emulator.server import render
+from mssql_cdc.emulator.server.session import Session
+
+ROWS = 2 * render.STREAM_ROWS + 7  # three pieces, the last a short one
+
+
+def test_packets_of_a_message_in_pieces_are_those_of_the_whole_message():
+    r = random.Random(7)
+    for _ in range(300):
+        size = r.choice([0, 1, 503, 504, 505, 4088, 20_000, r.randrange(0, 70_000)])
+        message = r.randbytes(size)
+        packet_size = r.choice([512, 4096, 8000, 32_767])
+        framer = Framer(PacketType.REPLY, packet_size, spid=51)
+        out, at = [], 0
+        while at < size:
+            step = r.choice([0, 1, 7, 503, 504, 5000, 40_000])
+            out.append(framer.feed(message[at : at + step]))
+            at += step
+        out.append(framer.finish())
+        assert b"".join(out) == frame(PacketType.REPLY, message, packet_size, spid=51)
+
+
+def test_every_packet_but_the_last_is_full_and_only_the_last_has_eom():
+    framer = Framer(PacketType.REPLY, 512, spid=1)
+    data = framer.feed(b"x" * 1000) + framer.feed(b"y" * 24) + framer.finish()
+    room = 512 - HEADER.size
+    headers = []
+    at = 0
+    while at < len(data):
+        _type, status, length, _spid, packet_id, _ = HEADER.unpack_from(data, at)
+        headers.append((status, length - HEADER.size, packet_id))
+        at += length
+    assert headers == [(0, room, 1), (0, room, 2), (STATUS_EOM, 1024 - 2 * room, 3)]
+
+
+@pytest.fixture
+def many_rows(emulator: Any) -> Executor:
+    """``dbo.stream_rows`` with :data:`ROWS` rows (id, name), filled in the engine."""
+    executor = Executor(emulator.db, 1)
+    outcome = executor.run_batch(
+        "CREATE TABLE dbo.stream_rows (id int NOT NULL PRIMARY KEY, name nvarchar(20))"
+    )
+    assert outcome.error is None, outcome.error
+    emulator.db.system.execute(
+        'INSERT INTO dbo."stream_rows" '
+        "SELECT i::INTEGER, 'row ' || i::VARCHAR FROM range(?) t(i)",
+        [ROWS],
+    )
+    yield executor
+    executor.close()
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the C encoder's calls made by the renderer (rows per call)."""
+    calls: list[int] = []
+    real = arrowrows.encode_rows
+
+    def counted(columns: Any, rows: Any) -> bytes | None:
+        calls.append(len(rows))
+        return real(columns, rows)
+
+    monkeypatch.setattr(render, "encode_rows", counted)
+    return calls
+
+
+def test_a_large_result_is_encoded_a_piece_at_a_time(many_rows, monkeypatch):
+    outcome = many_rows.run_batch("SELECT id, name FROM dbo.stream_rows ORDER BY id")
+    result = outcome.results[0]
+    whole = arrowrows.encode_rows(result.columns, result.rows)
+    calls = _counting(monkeypatch)
+    pieces = render.render_stream(outcome)
+    first = next(pieces)
+    assert calls == [render.STREAM_ROWS]  # only the first piece's rows are encoded yet
+    assert first.startswith(tokens.colmetadata(result.columns))
+    rest = list(pieces)
+    assert calls == [render.STREAM_ROWS, render.STREAM_ROWS, 7]
+    reply = first + b"".join(rest)
+    assert whole is not None
+    assert reply.startswith(tokens.colmetadata(result.columns) + whole)
+    assert reply == render.render(outcome)
+
+
+def test_a_streamed_result_reads_back_whole(sql_server, many_rows):
+    text = f"Server=tcp:{sql_server.host},{sql_server.port};Encrypt=no"
+    with _native.connect(text, user=sql_server.user, password=sql_server.password) as conn:
+        table = pa.table(
+            conn.execute("SELECT id, name FROM dbo.stream_rows ORDER BY id", batch_rows=5_000)
+        )
+    assert table.num_rows == ROWS
+    assert table.column("id").to_pylist() == list(range(ROWS))
+    assert table.column("name")[ROWS - 1].as_py() == f"row {ROWS - 1}"
+
+
+def test_an_error_after_rows_were_sent_follows_them(many_rows, monkeypatch):
+    """The second piece cannot be encoded: the first piece's rows stay sent, then error 8115
+    and a DONE with the error bit (SQL Server reports an error met mid-result the same way)."""
+    outcome = many_rows.run_batch("SELECT id, name FROM dbo.stream_rows ORDER BY id")
+    calls = _counting(monkeypatch)
+    real = render.encode_rows
+
+    def second_declined(columns: Any, rows: Any) -> bytes | None:
+        return real(columns, rows) if not calls else None
+
+    def overflow(columns: Any, row: Any) -> bytes:
+        raise OverflowError("value out of range")
+
+    monkeypatch.setattr(render, "encode_rows", second_declined)
+    monkeypatch.setattr(tokens, "row", overflow)
+    pieces = list(render.render_stream(outcome))
+    result = outcome.results[0]
+    first = tokens.colmetadata(result.columns) + arrowrows.encode_rows(
+        result.columns, result.rows[: render.STREAM_ROWS]
+    )
+    assert pieces[0] == first
+    message = "Arithmetic overflow error converting expression to data type of the result column."
+    assert pieces[1:] == [
+        tokens.error(8115, 1, 16, message),
+        tokens.done(tokens.DONE_ERROR, 0, 0),
+    ]
+
+
+class _FailingChannel:
+    """Takes ``writes`` writes, then fails as a connection the client closed does."""
+
+    def __init__(self, writes: int) -> None:
+        self.left = writes
+
+    async def write(self, data: bytes) -> None:
+        if not self.left:
+            raise ConnectionResetError("connection reset by peer")
+        self.left -= 1
+
+
+def test_a_failed_connection_stops_the_encoding(many_rows, monkeypatch):
+    outcome = many_rows.run_batch("SELECT id, name FROM dbo.stream_rows ORDER BY id")
+    calls = _counting(monkeypatch)
+    session = Session.__new__(Session)
+    session.server = types.SimpleNamespace(faults=FaultRegistry())
+    session.packet_size = 4096
+    session.spid = 1
+    with pytest.raises(ConnectionResetError):
+        asyncio.run(session._reply(_FailingChannel(1), outcome, render.render_stream(outcome)))
+    assert calls == [render.STREAM_ROWS, render.STREAM_ROWS]  # the third piece never encoded
