@@ -151,7 +151,7 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
     from mssql_cdc.emulator import Emulator
     from mssql_cdc.emulator.server import render
 
-    streamed = render.STREAM_ROWS
+    streamed = render.FIRST_ROWS
     work = Path(tempfile.mkdtemp(prefix="mssql-cdc-e2e-"))
     spark, jar = bench_spark("mssql-cdc-e2e")
     results: dict[str, tuple[float, int] | str] = {}
@@ -176,12 +176,13 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
                     "captureInstance": "dbo_bench",
                     "numPartitions": str(parts),
                 }
-                variants = [("to_delta", render.STREAM_ROWS)]
+                variants = [("to_delta", False)]
                 if args.whole_replies:
-                    variants.append(("to_delta whole", sys.maxsize))
-                for label, stream_rows in variants:
-                    name = f"{tag}p{parts}{'w' if stream_rows == sys.maxsize else ''}"
-                    render.STREAM_ROWS = stream_rows
+                    variants.append(("to_delta whole", True))
+                for label, whole in variants:
+                    name = f"{tag}p{parts}{'w' if whole else ''}"
+                    # whole replies: every row in a result's first piece
+                    render.FIRST_ROWS = sys.maxsize if whole else streamed
                     started = time.perf_counter()
                     query = stream(spark, options).to_delta(
                         str(work / f"bronze{name}"),
@@ -192,7 +193,7 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
                     )
                     query.awaitTermination()
                     seconds = time.perf_counter() - started
-                    render.STREAM_ROWS = streamed
+                    render.FIRST_ROWS = streamed
                     for progress in query.recentProgress:
                         durations = dict(progress["durationMs"])
                         print(

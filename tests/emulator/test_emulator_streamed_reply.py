@@ -26,7 +26,7 @@ from mssql_cdc.emulator.protocol.packets import HEADER, STATUS_EOM, Framer, Pack
 from mssql_cdc.emulator.server import render
 from mssql_cdc.emulator.server.session import Session
 
-ROWS = 2 * render.STREAM_ROWS + 7  # three pieces, the last a short one
+ROWS = render.FIRST_ROWS + render.STREAM_ROWS + 7  # three pieces, the last a short one
 
 
 def test_packets_of_a_message_in_pieces_are_those_of_the_whole_message():
@@ -95,14 +95,37 @@ def test_a_large_result_is_encoded_a_piece_at_a_time(many_rows, monkeypatch):
     calls = _counting(monkeypatch)
     pieces = render.render_stream(outcome)
     first = next(pieces)
-    assert calls == [render.STREAM_ROWS]  # only the first piece's rows are encoded yet
+    assert calls == [render.FIRST_ROWS]  # only the first piece's rows are encoded yet
     assert first.startswith(tokens.colmetadata(result.columns))
     rest = list(pieces)
-    assert calls == [render.STREAM_ROWS, render.STREAM_ROWS, 7]
+    # these narrow rows reach the most rows a piece holds once the first piece is measured
+    assert calls == [
+        render.FIRST_ROWS,
+        render.STREAM_ROWS,
+        ROWS - render.FIRST_ROWS - render.STREAM_ROWS,
+    ]
     reply = first + b"".join(rest)
     assert whole is not None
     assert reply.startswith(tokens.colmetadata(result.columns) + whole)
     assert reply == render.render(outcome)
+
+
+def test_wide_rows_make_pieces_of_about_stream_bytes(emulator):
+    """4,000-byte rows: about 262 to a piece, not 16,384 (64 MB)."""
+    executor = Executor(emulator.db, 1)
+    outcome = executor.run_batch("CREATE TABLE dbo.wide_rows (id int NOT NULL, pad nchar(2000))")
+    assert outcome.error is None, outcome.error
+    emulator.db.system.execute(
+        "INSERT INTO dbo.\"wide_rows\" SELECT i::INTEGER, repeat('w', 2000) FROM range(?) t(i)",
+        [2_000],
+    )
+    outcome = executor.run_batch("SELECT id, pad FROM dbo.wide_rows ORDER BY id")
+    executor.close()
+    pieces = list(render.render_stream(outcome))
+    rows = pieces[1:-1]  # the first holds COLMETADATA, the last is the DONE token
+    assert len(rows) >= 5
+    assert all(render.STREAM_BYTES * 0.9 < len(p) <= render.STREAM_BYTES for p in rows[:-1])
+    assert b"".join(pieces) == render.render(outcome)
 
 
 def test_a_streamed_result_reads_back_whole(sql_server, many_rows):
@@ -134,7 +157,7 @@ def test_an_error_after_rows_were_sent_follows_them(many_rows, monkeypatch):
     pieces = list(render.render_stream(outcome))
     result = outcome.results[0]
     first = tokens.colmetadata(result.columns) + arrowrows.encode_rows(
-        result.columns, result.rows[: render.STREAM_ROWS]
+        result.columns, result.rows[: render.FIRST_ROWS]
     )
     assert pieces[0] == first
     message = "Arithmetic overflow error converting expression to data type of the result column."
@@ -165,4 +188,32 @@ def test_a_failed_connection_stops_the_encoding(many_rows, monkeypatch):
     session.spid = 1
     with pytest.raises(ConnectionResetError):
         asyncio.run(session._reply(_FailingChannel(1), outcome, render.render_stream(outcome)))
-    assert calls == [render.STREAM_ROWS, render.STREAM_ROWS]  # the third piece never encoded
+    # the first piece is written, the second fails to be: the third is never encoded
+    assert calls == [render.FIRST_ROWS, render.STREAM_ROWS]
+
+
+class _Channel:
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    async def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+
+def test_the_event_loop_runs_other_work_between_pieces(many_rows):
+    """A socket that takes every write at once must not keep a kill or another session
+    waiting until the whole reply is sent."""
+    outcome = many_rows.run_batch("SELECT id, name FROM dbo.stream_rows ORDER BY id")
+    session = Session.__new__(Session)
+    session.server = types.SimpleNamespace(faults=FaultRegistry())
+    session.packet_size = 4096
+    session.spid = 1
+    channel = _Channel()
+    seen: list[int] = []
+
+    async def reply() -> None:
+        asyncio.get_running_loop().call_soon(lambda: seen.append(len(channel.writes)))
+        await session._reply(channel, outcome, render.render_stream(outcome))
+
+    asyncio.run(reply())
+    assert seen == [1]  # it ran after the first piece's packets, not after the last

@@ -4,13 +4,14 @@ A SQLBatch answer ends with a DONE without the MORE bit; each statement before g
 MORE (MS-TDS 2.2.7.6). An RPC answer uses DONEINPROC per statement, then RETURNSTATUS and
 DONEPROC (2.2.7.7/2.2.7.8).
 
-:func:`render_stream` yields the reply in pieces: a result set's rows are encoded
-:data:`STREAM_ROWS` at a time, as the session sends them, so a client decodes the first rows
-while later ones are encoded and a client that stops reading stops the encoding (SQL Server
-streams a result the same way). The first piece of a result set holds its COLMETADATA and its
-first rows, so a value that cannot be encoded there becomes an ERROR instead of a half-written
-result; in a later piece, the rows before it have been sent, the ERROR follows them, as SQL
-Server reports an error met in the middle of a result. :func:`render` is the whole reply.
+:func:`render_stream` yields the reply in pieces: a result set's rows are encoded a piece at a
+time (about :data:`STREAM_BYTES` each), as the session sends them, so a client decodes the
+first rows while later ones are encoded and a client that stops reading stops the encoding
+(SQL Server streams a result the same way). The first piece of a result set holds its
+COLMETADATA and its first :data:`FIRST_ROWS` rows, so a value that cannot be encoded there
+becomes an ERROR instead of a half-written result; in a later piece, the pieces before it have
+been sent and the ERROR follows them (the rows of its own piece are not sent), as SQL Server
+reports an error met in the middle of a result. :func:`render` is the whole reply.
 """
 
 from __future__ import annotations
@@ -24,29 +25,38 @@ from mssql_cdc.emulator.core.results import BatchOutcome, StatementResult
 from mssql_cdc.emulator.protocol import tokens
 from mssql_cdc.emulator.protocol.arrowrows import ArrowRows, encode_rows
 
-__all__ = ["STREAM_ROWS", "render", "render_stream"]
+__all__ = ["FIRST_ROWS", "STREAM_BYTES", "STREAM_ROWS", "render", "render_stream"]
 
 log = logging.getLogger("mssql_cdc.emulator.server.render")
 
-#: rows of a result set encoded per piece of a streamed reply (about 1.5 MB of the 12-column
-#: change row)
+#: rows in the first piece of a result set (which also holds its COLMETADATA)
+FIRST_ROWS = 256
+#: about how many bytes of ROW tokens each later piece holds: the rows per piece follow the
+#: width of the rows encoded so far (about 10,000 of the 12-column change row)
+STREAM_BYTES = 1 << 20
+#: at most this many rows in a piece
 STREAM_ROWS = 16_384
 
 _ENCODING_ERRORS = (ValueError, OverflowError, TypeError, struct.error)
 
 
 def _rows(result: StatementResult) -> Iterator[bytes]:
-    """The ROW tokens of ``result``, :data:`STREAM_ROWS` rows a piece when they are Arrow
-    (the C encoder, or the Python one where it declines), else in one piece."""
+    """The ROW tokens of ``result`` (the C encoder, or the Python one where it declines):
+    Arrow rows in pieces of :data:`FIRST_ROWS`, then of about :data:`STREAM_BYTES` (at most
+    :data:`STREAM_ROWS` rows); other rows in one piece."""
     assert result.columns is not None
     rows = result.rows
-    step = STREAM_ROWS if isinstance(rows, ArrowRows) else max(len(rows), 1)
-    for start in range(0, len(rows), step):
+    total = len(rows)
+    step = FIRST_ROWS if isinstance(rows, ArrowRows) else total
+    start = 0
+    while start < total:
         part = rows[start : start + step]
-        fast = encode_rows(result.columns, part)
-        if fast is None:
-            fast = b"".join(tokens.row(result.columns, row) for row in part)
-        yield fast
+        piece = encode_rows(result.columns, part)
+        if piece is None:
+            piece = b"".join(tokens.row(result.columns, row) for row in part)
+        yield piece
+        start += len(part)
+        step = max(1, min(STREAM_ROWS, len(part) * STREAM_BYTES // max(len(piece), 1)))
 
 
 def _result(result: StatementResult) -> Iterator[bytes]:

@@ -342,8 +342,8 @@ class Session:
         self, channel: Channel, outcome: BatchOutcome, pieces: Iterable[bytes]
     ) -> None:
         """Send a reply piece by piece as it is encoded (each write waits until the client
-        has taken enough of the earlier ones), unless a ``mid_result`` fault cuts it and drops
-        the connection."""
+        has taken enough of the earlier ones, and the event loop runs other work between two
+        pieces), unless a ``mid_result`` fault cuts it and drops the connection."""
         fault = self.server.faults.take("mid_result", self.spid)
         if fault is None:
             framer = Framer(PacketType.REPLY, self.packet_size, self.spid)
@@ -351,6 +351,9 @@ class Session:
                 packets = framer.feed(piece)
                 if packets:
                     await channel.write(packets)
+                # the loop's turn: other sessions, and a kill or stop, between two pieces (a
+                # write that the socket takes at once does not give it)
+                await asyncio.sleep(0)
             await channel.write(framer.finish())
             return
         payload = b"".join(pieces)
