@@ -42,19 +42,34 @@ def test_packets_of_a_message_in_pieces_are_those_of_the_whole_message():
             out.append(framer.feed(message[at : at + step]))
             at += step
         out.append(framer.finish())
-        assert b"".join(out) == frame(PacketType.REPLY, message, packet_size, spid=51)
+        data = b"".join(out)
+        assert data == frame(PacketType.REPLY, message, packet_size, spid=51)
+        # checked without the framing code (``frame`` is built on ``Framer``): the payloads
+        # put back together are the message, every packet but the last is full, ids count up
+        headers, payload = _packets(data)
+        assert payload == message
+        room = packet_size - HEADER.size
+        assert all(size == room for _, size, _ in headers[:-1])
+        assert [status for status, _, _ in headers] == [0] * (len(headers) - 1) + [STATUS_EOM]
+        assert [i for _, _, i in headers] == [n % 256 for n in range(1, len(headers) + 1)]
+
+
+def _packets(data: bytes) -> tuple[list[tuple[int, int, int]], bytes]:
+    """(status, payload size, packet id) of each packet of ``data``, and the payloads."""
+    headers, payloads, at = [], [], 0
+    while at < len(data):
+        _type, status, length, _spid, packet_id, _ = HEADER.unpack_from(data, at)
+        headers.append((status, length - HEADER.size, packet_id))
+        payloads.append(data[at + HEADER.size : at + length])
+        at += length
+    return headers, b"".join(payloads)
 
 
 def test_every_packet_but_the_last_is_full_and_only_the_last_has_eom():
     framer = Framer(PacketType.REPLY, 512, spid=1)
     data = framer.feed(b"x" * 1000) + framer.feed(b"y" * 24) + framer.finish()
     room = 512 - HEADER.size
-    headers = []
-    at = 0
-    while at < len(data):
-        _type, status, length, _spid, packet_id, _ = HEADER.unpack_from(data, at)
-        headers.append((status, length - HEADER.size, packet_id))
-        at += length
+    headers, _ = _packets(data)
     assert headers == [(0, room, 1), (0, room, 2), (STATUS_EOM, 1024 - 2 * room, 3)]
 
 
@@ -167,6 +182,15 @@ def test_an_error_after_rows_were_sent_follows_them(many_rows, monkeypatch):
     ]
 
 
+def _session() -> Session:
+    """A session with what ``_reply`` uses (no fault armed, 4,096-byte packets), no socket."""
+    session = Session.__new__(Session)
+    session.server = types.SimpleNamespace(faults=FaultRegistry())
+    session.packet_size = 4096
+    session.spid = 1
+    return session
+
+
 class _FailingChannel:
     """Takes ``writes`` writes, then fails as a connection the client closed does."""
 
@@ -182,10 +206,7 @@ class _FailingChannel:
 def test_a_failed_connection_stops_the_encoding(many_rows, monkeypatch):
     outcome = many_rows.run_batch("SELECT id, name FROM dbo.stream_rows ORDER BY id")
     calls = _counting(monkeypatch)
-    session = Session.__new__(Session)
-    session.server = types.SimpleNamespace(faults=FaultRegistry())
-    session.packet_size = 4096
-    session.spid = 1
+    session = _session()
     with pytest.raises(ConnectionResetError):
         asyncio.run(session._reply(_FailingChannel(1), outcome, render.render_stream(outcome)))
     # the first piece is written, the second fails to be: the third is never encoded
@@ -204,10 +225,7 @@ def test_the_event_loop_runs_other_work_between_pieces(many_rows):
     """A socket that takes every write at once must not keep a kill or another session
     waiting until the whole reply is sent."""
     outcome = many_rows.run_batch("SELECT id, name FROM dbo.stream_rows ORDER BY id")
-    session = Session.__new__(Session)
-    session.server = types.SimpleNamespace(faults=FaultRegistry())
-    session.packet_size = 4096
-    session.spid = 1
+    session = _session()
     channel = _Channel()
     seen: list[int] = []
 
