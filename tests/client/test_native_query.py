@@ -145,6 +145,22 @@ def test_cancel_mid_result_leaves_the_connection_usable(conn, thousand):
     assert stats["decode_seconds"] > 0
 
 
+def test_a_cancel_does_not_read_the_rest_of_a_large_result(conn, thousand):
+    """SQL Server stops sending a result when the Attention comes (MS-TDS 2.2.1.7): cancelling
+    ten million rows (about 110 MB of ROW tokens) after the first thousand reads a small part
+    of them, what was already on its way, then the acknowledgement."""
+    result = conn.execute(
+        f"SELECT a.id AS a, b.id AS b FROM {thousand} a CROSS JOIN {thousand} b "
+        f"CROSS JOIN (SELECT TOP 10 id FROM {thousand}) c",
+        batch_rows=1000,
+    )
+    reader = pa.RecordBatchReader.from_stream(result)
+    assert reader.read_next_batch().num_rows == 1000
+    conn.cancel()
+    assert conn.stats()["bytes_received"] < 10_000_000 * 11 // 4
+    assert conn.scalar("SELECT 12") == 12
+
+
 def test_a_new_execute_supersedes_an_unread_result(conn, thousand):
     old = conn.execute(f"SELECT id FROM {thousand}")
     assert conn.scalar("SELECT 3") == 3

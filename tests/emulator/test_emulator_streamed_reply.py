@@ -22,7 +22,14 @@ from mssql_cdc import _native
 from mssql_cdc.emulator.core.faults import FaultRegistry
 from mssql_cdc.emulator.engine.executor import Executor
 from mssql_cdc.emulator.protocol import arrowrows, tokens
-from mssql_cdc.emulator.protocol.packets import HEADER, STATUS_EOM, Framer, PacketType, frame
+from mssql_cdc.emulator.protocol.packets import (
+    HEADER,
+    STATUS_EOM,
+    Framer,
+    Message,
+    PacketType,
+    frame,
+)
 from mssql_cdc.emulator.server import render
 from mssql_cdc.emulator.server.session import Session
 
@@ -235,3 +242,57 @@ def test_the_event_loop_runs_other_work_between_pieces(many_rows):
 
     asyncio.run(reply())
     assert seen == [1]  # it ran after the first piece's packets, not after the last
+
+
+def _next_message(msg: Message | None) -> asyncio.Future[Message | None]:
+    """The read of the client's next message, already finished with ``msg``."""
+    future: asyncio.Future[Message | None] = asyncio.get_running_loop().create_future()
+    future.set_result(msg)
+    return future
+
+
+def _reply_with_next(outcome: Any, msg: Message | None) -> tuple[bool, list[bytes]]:
+    """``_reply`` with the client's next message ``msg`` already read; (its result, writes)."""
+    session = _session()
+    channel = _Channel()
+
+    async def reply() -> bool:
+        return await session._reply(
+            channel, outcome, render.render_stream(outcome), _next_message(msg)
+        )
+
+    return asyncio.run(reply()), channel.writes
+
+
+def test_an_attention_during_a_reply_cuts_it_and_is_acknowledged_in_it(many_rows, monkeypatch):
+    """SQL Server stops a result on an Attention and ends the reply with DONE (ATTN)."""
+    outcome = many_rows.run_batch("SELECT id, name FROM dbo.stream_rows ORDER BY id")
+    result = outcome.results[0]
+    calls = _counting(monkeypatch)
+    cut, writes = _reply_with_next(outcome, Message(PacketType.ATTENTION, STATUS_EOM, b""))
+    assert cut
+    assert calls == [render.FIRST_ROWS]  # the rest is never encoded
+    headers, payload = _packets(b"".join(writes))
+    assert [status for status, _, _ in headers][-1] == STATUS_EOM  # one message
+    first = tokens.colmetadata(result.columns) + arrowrows.encode_rows(
+        result.columns, result.rows[: render.FIRST_ROWS]
+    )
+    assert payload == first + tokens.done(tokens.DONE_ATTN)
+
+
+def test_a_request_read_during_a_reply_waits_for_it(many_rows):
+    """Only an Attention cuts a reply; another message is served after it, whole."""
+    outcome = many_rows.run_batch("SELECT id, name FROM dbo.stream_rows ORDER BY id")
+    cut, writes = _reply_with_next(outcome, Message(PacketType.SQL_BATCH, STATUS_EOM, b""))
+    assert not cut
+    assert _packets(b"".join(writes))[1] == render.render(outcome)
+
+
+def test_a_client_gone_during_a_reply_stops_it(many_rows, monkeypatch):
+    outcome = many_rows.run_batch("SELECT id, name FROM dbo.stream_rows ORDER BY id")
+    calls = _counting(monkeypatch)
+    cut, writes = _reply_with_next(outcome, None)
+    assert not cut
+    assert calls == [render.FIRST_ROWS]
+    headers, _ = _packets(b"".join(writes))
+    assert STATUS_EOM not in [status for status, _, _ in headers]  # nothing more is sent

@@ -24,6 +24,7 @@ from mssql_cdc.emulator.protocol.packets import (
     HEADER,
     Channel,
     Framer,
+    Message,
     PacketReader,
     PacketType,
     frame,
@@ -99,6 +100,16 @@ def _cut_offset(outcome: BatchOutcome, payload: bytes, rows: int, spid: int, siz
         break
     room = max(size - HEADER.size, 1)
     return same + HEADER.size * (same // room + 1)
+
+
+def _forget(incoming: asyncio.Future[Message | None]) -> None:
+    """Stops a read of the next message that will not be awaited (its error, if it has
+    one, is the session's end, already logged or moot)."""
+    if incoming.done():
+        if not incoming.cancelled():
+            incoming.exception()  # retrieved: asyncio does not log it as never retrieved
+    else:
+        incoming.cancel()
 
 
 class Session:
@@ -297,53 +308,86 @@ class Session:
     async def _serve(self, channel: Channel, packets: PacketReader) -> None:
         executor = self.executor
         assert executor is not None
-        while True:
-            msg = await packets.read_message()
-            if msg is None:
-                return
-            eligible = []
-            if msg.type != PacketType.ATTENTION:  # an Attention is not a request
-                eligible = self.server.faults.armed_for("between_requests", self.spid)
-            await self.server.before_response()
-            if msg.type in (PacketType.SQL_BATCH, PacketType.RPC):
-                self.server.request_count += 1
-            if msg.type == PacketType.SQL_BATCH:
-                text = parse_batch(msg.payload)
-                self.server.statement_counts[text] += 1
-                outcome = await asyncio.to_thread(executor.run_batch, text)
-                await self._reply(
-                    channel, outcome, render_stream(outcome, nocount=executor.nocount)
-                )
-            elif msg.type == PacketType.RPC:
-                calls = parse_rpc(msg.payload)
-                merged = BatchOutcome([])
-                replies: list[Iterator[bytes]] = []
-                for call in calls:
-                    if call.params and isinstance(call.params[0].value, str):
-                        self.server.statement_counts[call.params[0].value] += 1
-                    outcome = await asyncio.to_thread(self._rpc, executor, call)
-                    merged.results.extend(outcome.results)
-                    replies.append(render_stream(outcome, rpc=True, nocount=executor.nocount))
-                await self._reply(channel, merged, itertools.chain.from_iterable(replies))
-            elif msg.type == PacketType.ATTENTION:
-                await self._send(channel, tokens.done(tokens.DONE_ATTN))
-            elif msg.type == PacketType.TRANSACTION_MANAGER:
-                request = parse_tm(msg.payload)
-                outcome = await asyncio.to_thread(
-                    self._tm, executor, request.kind, request.begin_new
-                )
-                await self._send(channel, render(outcome))
-            else:
-                raise ProtocolError(f"unexpected packet type 0x{msg.type:02x}")
-            if self.server.faults.count_request(self.spid, eligible) is not None:
-                raise _DroppedError("between requests", graceful=True)
+        # The next message is read while a request is served: a client may send an Attention
+        # in the middle of a reply (MS-TDS 2.2.1.7), and nothing else.
+        incoming = asyncio.ensure_future(packets.read_message())
+        try:
+            while True:
+                msg = await incoming
+                if msg is None:
+                    return
+                incoming = asyncio.ensure_future(packets.read_message())
+                if await self._request(channel, executor, msg, incoming):
+                    # the reply was cut by an Attention (acknowledged in it): read on
+                    incoming = asyncio.ensure_future(packets.read_message())
+        finally:
+            _forget(incoming)
+
+    async def _request(
+        self,
+        channel: Channel,
+        executor: Executor,
+        msg: Message,
+        incoming: asyncio.Future[Message | None],
+    ) -> bool:
+        """Serves one message; ``True`` when an Attention that came during the reply (the
+        result of ``incoming``) cut it short."""
+        eligible = []
+        if msg.type != PacketType.ATTENTION:  # an Attention is not a request
+            eligible = self.server.faults.armed_for("between_requests", self.spid)
+        await self.server.before_response()
+        if msg.type in (PacketType.SQL_BATCH, PacketType.RPC):
+            self.server.request_count += 1
+        attended = False
+        if msg.type == PacketType.SQL_BATCH:
+            text = parse_batch(msg.payload)
+            self.server.statement_counts[text] += 1
+            outcome = await asyncio.to_thread(executor.run_batch, text)
+            attended = await self._reply(
+                channel, outcome, render_stream(outcome, nocount=executor.nocount), incoming
+            )
+        elif msg.type == PacketType.RPC:
+            calls = parse_rpc(msg.payload)
+            merged = BatchOutcome([])
+            replies: list[Iterator[bytes]] = []
+            for call in calls:
+                if call.params and isinstance(call.params[0].value, str):
+                    self.server.statement_counts[call.params[0].value] += 1
+                outcome = await asyncio.to_thread(self._rpc, executor, call)
+                merged.results.extend(outcome.results)
+                replies.append(render_stream(outcome, rpc=True, nocount=executor.nocount))
+            attended = await self._reply(
+                channel, merged, itertools.chain.from_iterable(replies), incoming
+            )
+        elif msg.type == PacketType.ATTENTION:  # after the reply: acknowledged on its own
+            await self._send(channel, tokens.done(tokens.DONE_ATTN))
+        elif msg.type == PacketType.TRANSACTION_MANAGER:
+            request = parse_tm(msg.payload)
+            outcome = await asyncio.to_thread(self._tm, executor, request.kind, request.begin_new)
+            await self._send(channel, render(outcome))
+        else:
+            raise ProtocolError(f"unexpected packet type 0x{msg.type:02x}")
+        if self.server.faults.count_request(self.spid, eligible) is not None:
+            raise _DroppedError("between requests", graceful=True)
+        return attended
 
     async def _reply(
-        self, channel: Channel, outcome: BatchOutcome, pieces: Iterable[bytes]
-    ) -> None:
+        self,
+        channel: Channel,
+        outcome: BatchOutcome,
+        pieces: Iterable[bytes],
+        incoming: asyncio.Future[Message | None] | None = None,
+    ) -> bool:
         """Send a reply piece by piece as it is encoded (each write waits until the client
         has taken enough of the earlier ones, and the event loop runs other work between two
-        pieces), unless a ``mid_result`` fault cuts it and drops the connection."""
+        pieces), unless a ``mid_result`` fault cuts it and drops the connection.
+
+        ``incoming`` is the read of the client's next message. When it is an Attention, the
+        reply stops at the end of the piece being sent and ends with a DONE token with the
+        ATTN bit, as SQL Server stops a result on an Attention (MS-TDS 2.2.1.7, 2.2.2.9, 3.3.5.9);
+        returns ``True`` then. The first piece is always sent (the statements have run).
+        When the client has gone, the reply stops there.
+        """
         fault = self.server.faults.take("mid_result", self.spid)
         if fault is None:
             framer = Framer(PacketType.REPLY, self.packet_size, self.spid)
@@ -351,11 +395,19 @@ class Session:
                 packets = framer.feed(piece)
                 if packets:
                     await channel.write(packets)
-                # the loop's turn: other sessions, and a kill or stop, between two pieces (a
-                # write that the socket takes at once does not give it)
+                # the loop's turn: other sessions, a kill or stop, and the client's next
+                # message, between two pieces (a write the socket takes at once gives none)
                 await asyncio.sleep(0)
+                if incoming is not None and incoming.done():
+                    nxt = None if incoming.exception() is not None else incoming.result()
+                    if nxt is None:
+                        return False  # a bad next message or a client gone: the session ends
+                    if nxt.type == PacketType.ATTENTION:
+                        done = tokens.done(tokens.DONE_ATTN)
+                        await channel.write(framer.feed(done) + framer.finish())
+                        return True
             await channel.write(framer.finish())
-            return
+            return False
         payload = b"".join(pieces)
         framed = frame(PacketType.REPLY, payload, self.packet_size, self.spid)
         if fault.after_bytes is not None:
