@@ -170,6 +170,41 @@ static void test_cancel_mid_result(void **state) {
   mc_conn_close(c);
 }
 
+/* A cancelled batch whose later statement begins a transaction: afterwards the client's
+ * transaction descriptor agrees with the server. SQL Server stops at the Attention (the BEGIN
+ * may never run); a server that ran it reports it (ENVCHANGE) before the acknowledgement,
+ * which the cancel applies. */
+static void test_cancel_keeps_the_servers_transaction(void **state) {
+  (void)state;
+  mc_conn *c = open_or_fail(";Encrypt=yes;TrustServerCertificate=yes");
+  char sql[8192];
+  char table[64];
+  snprintf(table, sizeof table, "dbo.live_tran_%ld", (long)getpid());
+  snprintf(sql, sizeof sql, "CREATE TABLE %s (id int)", table);
+  exec_ok(c, sql);
+  size_t off = (size_t)snprintf(sql, sizeof sql, "INSERT INTO %s (id) VALUES (1)", table);
+  for (int i = 2; i <= 300; i++) off += (size_t)snprintf(sql + off, sizeof sql - off, ",(%d)", i);
+  exec_ok(c, sql);
+  assert_false(mc_conn_in_transaction(c));
+  snprintf(sql, sizeof sql,
+           "SELECT a.id, b.id FROM %s a CROSS JOIN %s b CROSS JOIN (SELECT TOP 20 id FROM %s) c; "
+           "BEGIN TRANSACTION",
+           table, table, table);
+  mc_exec_options opts = {.batch_rows = 1000};
+  mc_error err;
+  assert_int_equal(mc_conn_execute(c, sql, strlen(sql), NULL, 0, &opts, &err), MC_OK);
+  struct ArrowArray a;
+  assert_int_equal(mc_conn_next_batch(c, &a, &err), MC_OK);
+  assert_int_equal(a.length, 1000);
+  a.release(&a);
+  assert_int_equal(mc_conn_cancel(c, &err), MC_OK);
+  bool client = mc_conn_in_transaction(c);
+  exec_ok(c, "SELECT 1 AS open_transaction WHERE @@TRANCOUNT > 0");
+  assert_int_equal(drain_rows(c), client ? 1 : 0);
+  print_message("after the cancel, a transaction is open: %s\n", client ? "yes" : "no");
+  mc_conn_close(c);
+}
+
 static void test_wrong_password(void **state) {
   (void)state;
   char text[2048];
@@ -201,6 +236,7 @@ int main(void) {
       cmocka_unit_test_setup(test_rpc_parameters, skip_without_server),
       cmocka_unit_test_setup(test_server_error_then_usable, skip_without_server),
       cmocka_unit_test_setup(test_cancel_mid_result, skip_without_server),
+      cmocka_unit_test_setup(test_cancel_keeps_the_servers_transaction, skip_without_server),
       cmocka_unit_test_setup(test_wrong_password, skip_without_server),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -251,15 +251,25 @@ def _next_message(msg: Message | None) -> asyncio.Future[Message | None]:
     return future
 
 
-def _reply_with_next(outcome: Any, msg: Message | None) -> tuple[bool, list[bytes]]:
-    """``_reply`` with the client's next message ``msg`` already read; (its result, writes)."""
+def _reply_with_next(
+    outcome: Any, msg: Message | None, *, before_piece: int = 0
+) -> tuple[bool, list[bytes]]:
+    """``_reply`` where the client's next message, ``msg``, has been read by the time piece
+    number ``before_piece`` (0: the first) is handed over; (its result, the writes)."""
     session = _session()
     channel = _Channel()
+    cut = render.Cut()
 
     async def reply() -> bool:
-        return await session._reply(
-            channel, outcome, render.render_stream(outcome), _next_message(msg)
-        )
+        incoming: asyncio.Future[Message | None] = asyncio.get_running_loop().create_future()
+
+        def pieces() -> Any:
+            for number, piece in enumerate(render.render_stream(outcome, cut=cut)):
+                if number == before_piece:
+                    incoming.set_result(msg)
+                yield piece
+
+        return await session._reply(channel, outcome, pieces(), incoming, cut)
 
     return asyncio.run(reply()), channel.writes
 
@@ -296,3 +306,33 @@ def test_a_client_gone_during_a_reply_stops_it(many_rows, monkeypatch):
     assert calls == [render.FIRST_ROWS]
     headers, _ = _packets(b"".join(writes))
     assert STATUS_EOM not in [status for status, _, _ in headers]  # nothing more is sent
+
+
+def test_an_attention_after_the_last_piece_is_acknowledged_in_a_message_of_its_own(many_rows):
+    """The reply had ended (its last DONE handed over) when the Attention was read: it is sent
+    whole, and the Attention is answered on its own after it."""
+    outcome = many_rows.run_batch("SELECT id, name FROM dbo.stream_rows ORDER BY id")
+    last = len(list(render.render_stream(outcome))) - 1
+    attention = Message(PacketType.ATTENTION, STATUS_EOM, b"")
+    cut, writes = _reply_with_next(outcome, attention, before_piece=last)
+    assert not cut
+    assert _packets(b"".join(writes))[1] == render.render(outcome)
+
+
+def test_a_cut_reply_still_reports_what_the_statements_after_it_changed(many_rows):
+    """The engine ran the whole batch: the transaction its last statement began is the
+    session's, so its ENVCHANGE comes before the acknowledgement; the rest is left out."""
+    outcome = many_rows.run_batch(
+        "SELECT id, name FROM dbo.stream_rows ORDER BY id; BEGIN TRANSACTION"
+    )
+    result, began = outcome.results
+    attention = Message(PacketType.ATTENTION, STATUS_EOM, b"")
+    cut, writes = _reply_with_next(outcome, attention)
+    assert cut
+    first = tokens.colmetadata(result.columns) + arrowrows.encode_rows(
+        result.columns, result.rows[: render.FIRST_ROWS]
+    )
+    assert began.env  # the ENVCHANGE (begin transaction)
+    payload = _packets(b"".join(writes))[1]
+    assert payload == first + b"".join(began.env) + tokens.done(tokens.DONE_ATTN)
+    many_rows.run_batch("ROLLBACK")

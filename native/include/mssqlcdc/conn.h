@@ -116,6 +116,10 @@ void mc_conn_stats_get(const mc_conn *c, mc_conn_stats *out);
 const char *mc_conn_server_version(const mc_conn *c);
 const char *mc_conn_database(const mc_conn *c);
 
+/* Whether the server's last transaction ENVCHANGE left a transaction open on this connection
+ * (a BEGIN reported, no COMMIT or ROLLBACK since): the descriptor sent with each request. */
+bool mc_conn_in_transaction(const mc_conn *c);
+
 /* Makes a read blocked in another thread return at once (MC_ECLOSED or MC_EIO) by shutting the
  * socket down; the connection is unusable afterwards. The only call that may run while another
  * thread uses the connection. */

@@ -198,6 +198,10 @@ void mc_conn_stats_get(const mc_conn *c, mc_conn_stats *out) {
 
 const char *mc_conn_server_version(const mc_conn *c) { return c->server_version; }
 const char *mc_conn_database(const mc_conn *c) { return c->database; }
+bool mc_conn_in_transaction(const mc_conn *c) {
+  static const uint8_t none[8] = {0};
+  return memcmp(c->transaction, none, sizeof none) != 0;
+}
 const mc_tds_message *mc_conn_last_message(const mc_conn *c) {
   return c->has_message ? &c->message : NULL;
 }

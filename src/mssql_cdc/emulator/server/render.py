@@ -12,20 +12,24 @@ COLMETADATA and its first :data:`FIRST_ROWS` rows, so a value that cannot be enc
 becomes an ERROR instead of a half-written result; in a later piece, the pieces before it have
 been sent and the ERROR follows them (the rows of its own piece are not sent), as SQL Server
 reports an error met in the middle of a result. :func:`render` is the whole reply.
+
+A :class:`Cut` handed to :func:`render_stream` stops a reply early, when the client's Attention
+comes while it is sent (ADR 0176): from then on only the ENVCHANGE tokens of the statements
+that ran are yielded, and the session ends the reply with the Attention's acknowledgement.
 """
 
 from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from mssql_cdc.emulator.core.errors import SqlError
 from mssql_cdc.emulator.core.results import BatchOutcome, StatementResult
 from mssql_cdc.emulator.protocol import tokens
 from mssql_cdc.emulator.protocol.arrowrows import ArrowRows, encode_rows
 
-__all__ = ["FIRST_ROWS", "STREAM_BYTES", "STREAM_ROWS", "render", "render_stream"]
+__all__ = ["FIRST_ROWS", "STREAM_BYTES", "STREAM_ROWS", "Cut", "render", "render_stream"]
 
 log = logging.getLogger("mssql_cdc.emulator.server.render")
 
@@ -59,13 +63,40 @@ def _rows(result: StatementResult) -> Iterator[bytes]:
         step = max(1, min(STREAM_ROWS, len(part) * STREAM_BYTES // max(len(piece), 1)))
 
 
-def _result(result: StatementResult) -> Iterator[bytes]:
-    """COLMETADATA with the first rows, then the other rows piece by piece; raises one of
-    :data:`_ENCODING_ERRORS` for a value that cannot be encoded."""
+class Cut:
+    """Whether a reply is to stop early: the session sets :attr:`requested` when the client's
+    Attention has come; :func:`render_stream` then leaves out the rest of the reply (rows, DONE,
+    ERROR and RETURNSTATUS tokens) except the ENVCHANGE tokens of the statements that ran (the
+    engine ran the whole batch before its reply: a transaction it began or a database it
+    switched to is the session's state, which the client must hear of). :attr:`applied` tells
+    whether anything was left out; when not, the reply ended before the Attention was seen."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.applied = False
+
+    def __call__(self) -> bool:
+        """Asked only where something would follow: ``True`` means it is left out."""
+        if self.requested:
+            self.applied = True
+        return self.requested
+
+
+def _never() -> bool:
+    return False
+
+
+def _result(result: StatementResult, stop: Callable[[], bool]) -> Iterator[bytes]:
+    """COLMETADATA with the first rows, then the other rows piece by piece until ``stop()``;
+    raises one of :data:`_ENCODING_ERRORS` for a value that cannot be encoded."""
     assert result.columns is not None
     pieces = _rows(result)
     yield tokens.colmetadata(result.columns) + next(pieces, b"")
-    yield from pieces
+    while not stop():  # a piece is encoded only when asked for: a stop ends the encoding
+        piece = next(pieces, None)
+        if piece is None:
+            return
+        yield piece
 
 
 def _error(err: SqlError) -> bytes:
@@ -73,18 +104,22 @@ def _error(err: SqlError) -> bytes:
 
 
 def render_stream(
-    outcome: BatchOutcome, *, rpc: bool = False, nocount: bool = False
+    outcome: BatchOutcome, *, rpc: bool = False, nocount: bool = False, cut: Cut | None = None
 ) -> Iterator[bytes]:
-    """The reply to ``outcome`` in pieces, encoded as they are asked for."""
+    """The reply to ``outcome`` in pieces, encoded as they are asked for; ``cut`` may stop it
+    early (:class:`Cut`)."""
+    stop: Callable[[], bool] = cut if cut is not None else _never
     done_token = tokens.DONEINPROC if rpc else tokens.DONE
     error = outcome.error
     results = outcome.results
     for index, result in enumerate(results):
         yield from result.env
+        if stop():
+            continue
         status = 0
         if result.columns is not None:
             try:
-                yield from _result(result)
+                yield from _result(result, stop)
             except _ENCODING_ERRORS as exc:
                 log.info("value could not be encoded: %s", exc)
                 error = SqlError(
@@ -93,6 +128,8 @@ def render_stream(
                     "type of the result column.",
                 )
                 break
+            if stop():
+                continue
             status |= tokens.DONE_COUNT
         elif result.rowcount is not None and not nocount:
             status |= tokens.DONE_COUNT
@@ -100,6 +137,8 @@ def render_stream(
         if not last:
             status |= tokens.DONE_MORE
         yield tokens.done(status, result.curcmd, result.rowcount or 0, token=done_token)
+    if (error is not None or rpc or not results) and stop():
+        return
     if error is not None:
         yield _error(error)
         more = tokens.DONE_MORE if rpc else 0

@@ -33,7 +33,7 @@ from mssql_cdc.emulator.protocol.rpc import RpcCall, parse_batch, parse_rpc, par
 from mssql_cdc.emulator.protocol.tls import RawChannel, TlsChannel
 from mssql_cdc.emulator.protocol.types import CLIENT_UTF8, COLLATION_CP1252, SqlType
 from mssql_cdc.emulator.protocol.wire import ProtocolError
-from mssql_cdc.emulator.server.render import render, render_stream
+from mssql_cdc.emulator.server.render import Cut, render, render_stream
 
 if TYPE_CHECKING:
     from mssql_cdc.emulator.server.server import EmulatorServer
@@ -339,13 +339,13 @@ class Session:
         if msg.type in (PacketType.SQL_BATCH, PacketType.RPC):
             self.server.request_count += 1
         attended = False
+        cut = Cut()
         if msg.type == PacketType.SQL_BATCH:
             text = parse_batch(msg.payload)
             self.server.statement_counts[text] += 1
             outcome = await asyncio.to_thread(executor.run_batch, text)
-            attended = await self._reply(
-                channel, outcome, render_stream(outcome, nocount=executor.nocount), incoming
-            )
+            pieces = render_stream(outcome, nocount=executor.nocount, cut=cut)
+            attended = await self._reply(channel, outcome, pieces, incoming, cut)
         elif msg.type == PacketType.RPC:
             calls = parse_rpc(msg.payload)
             merged = BatchOutcome([])
@@ -355,10 +355,9 @@ class Session:
                     self.server.statement_counts[call.params[0].value] += 1
                 outcome = await asyncio.to_thread(self._rpc, executor, call)
                 merged.results.extend(outcome.results)
-                replies.append(render_stream(outcome, rpc=True, nocount=executor.nocount))
-            attended = await self._reply(
-                channel, merged, itertools.chain.from_iterable(replies), incoming
-            )
+                replies.append(render_stream(outcome, rpc=True, nocount=executor.nocount, cut=cut))
+            pieces = itertools.chain.from_iterable(replies)
+            attended = await self._reply(channel, merged, pieces, incoming, cut)
         elif msg.type == PacketType.ATTENTION:  # after the reply: acknowledged on its own
             await self._send(channel, tokens.done(tokens.DONE_ATTN))
         elif msg.type == PacketType.TRANSACTION_MANAGER:
@@ -377,16 +376,19 @@ class Session:
         outcome: BatchOutcome,
         pieces: Iterable[bytes],
         incoming: asyncio.Future[Message | None] | None = None,
+        cut: Cut | None = None,
     ) -> bool:
         """Send a reply piece by piece as it is encoded (each write waits until the client
         has taken enough of the earlier ones, and the event loop runs other work between two
         pieces), unless a ``mid_result`` fault cuts it and drops the connection.
 
-        ``incoming`` is the read of the client's next message. When it is an Attention, the
-        reply stops at the end of the piece being sent and ends with a DONE token with the
-        ATTN bit, as SQL Server stops a result on an Attention (MS-TDS 2.2.1.7, 2.2.2.9, 3.3.5.9);
-        returns ``True`` then. The first piece is always sent (the statements have run).
-        When the client has gone, the reply stops there.
+        ``incoming`` is the read of the client's next message, ``cut`` the :class:`Cut` the
+        pieces were rendered with. When an Attention comes before the reply has ended, the rest
+        is left out (but the ENVCHANGE tokens of the statements that ran) and the reply ends
+        with a DONE token with the ATTN bit, as SQL Server stops a result on an Attention
+        (MS-TDS 2.2.1.7, 2.2.2.9, 3.3.5.9); returns ``True`` then. An Attention read after the
+        last piece is answered on its own (``False``). When the client has gone, the reply
+        stops there.
         """
         fault = self.server.faults.take("mid_result", self.spid)
         if fault is None:
@@ -398,25 +400,27 @@ class Session:
                 # the loop's turn: other sessions, a kill or stop, and the client's next
                 # message, between two pieces (a write the socket takes at once gives none)
                 await asyncio.sleep(0)
-                if incoming is not None and incoming.done():
+                if incoming is not None and incoming.done() and cut is not None:
                     nxt = None if incoming.exception() is not None else incoming.result()
                     if nxt is None:
                         return False  # a bad next message or a client gone: the session ends
                     if nxt.type == PacketType.ATTENTION:
-                        done = tokens.done(tokens.DONE_ATTN)
-                        await channel.write(framer.feed(done) + framer.finish())
-                        return True
+                        cut.requested = True
+            if cut is not None and cut.applied:
+                done = tokens.done(tokens.DONE_ATTN)
+                await channel.write(framer.feed(done) + framer.finish())
+                return True
             await channel.write(framer.finish())
             return False
         payload = b"".join(pieces)
         framed = frame(PacketType.REPLY, payload, self.packet_size, self.spid)
         if fault.after_bytes is not None:
-            cut = fault.after_bytes
+            at = fault.after_bytes
         else:
             rows = fault.after_rows or 0
-            cut = _cut_offset(outcome, payload, rows, self.spid, self.packet_size)
-        await channel.write(framed[: min(cut, len(framed) - 1)])
-        raise _DroppedError(f"mid-result after {cut} bytes", graceful=True)
+            at = _cut_offset(outcome, payload, rows, self.spid, self.packet_size)
+        await channel.write(framed[: min(at, len(framed) - 1)])
+        raise _DroppedError(f"mid-result after {at} bytes", graceful=True)
 
     @staticmethod
     def _tm(executor: Executor, kind: int, begin_new: bool) -> BatchOutcome:
