@@ -30,3 +30,11 @@ def test_unparseable_sql_is_an_error_and_the_session_survives(sql_server, emulat
                 conn.execute(sql)
             assert info.value.number == number
         assert conn.scalar("SELECT 5") == 5
+
+
+def test_a_variable_declared_without_a_value_is_null(sql_server, emulator):
+    """``DECLARE @x int`` holds NULL until set (it closed the connection before)."""
+    text = f"Server={sql_server.host},{sql_server.port};Encrypt=yes;TrustServerCertificate=yes"
+    with _native.connect(text, user="sa", password=sql_server.password) as conn:
+        assert conn.scalar("DECLARE @x int; SELECT CASE WHEN @x IS NULL THEN 1 ELSE 0 END") == 1
+        assert conn.scalar("DECLARE @y int; SET @y = 7; SELECT @y + 1") == 8

@@ -336,3 +336,31 @@ def test_a_cut_reply_still_reports_what_the_statements_after_it_changed(many_row
     payload = _packets(b"".join(writes))[1]
     assert payload == first + b"".join(began.env) + tokens.done(tokens.DONE_ATTN)
     many_rows.run_batch("ROLLBACK")
+
+
+def test_an_encoding_error_still_reports_what_the_statements_after_it_changed(
+    many_rows, monkeypatch
+):
+    """The result of the first statement cannot be encoded; the transaction the second began
+    is the session's, so its ENVCHANGE comes before the error."""
+    outcome = many_rows.run_batch(
+        "SELECT id, name FROM dbo.stream_rows ORDER BY id; BEGIN TRANSACTION"
+    )
+    began = outcome.results[1]
+
+    def declined(columns: Any, rows: Any) -> bytes | None:
+        return None
+
+    def overflow(columns: Any, row: Any) -> bytes:
+        raise OverflowError("value out of range")
+
+    monkeypatch.setattr(render, "encode_rows", declined)
+    monkeypatch.setattr(tokens, "row", overflow)
+    message = "Arithmetic overflow error converting expression to data type of the result column."
+    assert began.env
+    assert list(render.render_stream(outcome)) == [
+        *began.env,
+        tokens.error(8115, 1, 16, message),
+        tokens.done(tokens.DONE_ERROR, 0, 0),
+    ]
+    many_rows.run_batch("ROLLBACK")

@@ -154,13 +154,12 @@ mc_status mc_conn_cancel(mc_conn *c, mc_error *err) {
       struct ArrowArray dropped;
       MC_RETURN_NOT_OK(mc_tds_decoder_take_batch(c->dec, &dropped, err));
       if (dropped.release != NULL) dropped.release(&dropped);
-    } else {
-      if (ev == MC_TDS_EVENT_DONE) {
-        acknowledged = (mc_tds_decoder_done(c->dec)->status & MC_TDS_DONE_ATTN) != 0;
-      }
-      /* what the statements that ran changed still applies: an ENVCHANGE (a transaction
-       * begun or ended, another database) sent before the acknowledgement */
-      bookkeeping(c, ev);
+    } else if (ev == MC_TDS_EVENT_DONE) {
+      acknowledged = (mc_tds_decoder_done(c->dec)->status & MC_TDS_DONE_ATTN) != 0;
+    } else if (ev == MC_TDS_EVENT_ENVCHANGE) {
+      /* what the statements that ran changed still applies (a transaction begun or ended,
+       * another database); their counts and messages are dropped with their rows */
+      mc_conn_apply_envchange(c);
     }
   }
   MC_RETURN_NOT_OK(drain(c, err));

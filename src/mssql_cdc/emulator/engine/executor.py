@@ -805,8 +805,12 @@ class Executor:
                 t = from_datatype(kind)
             except ValueError as exc:
                 raise unsupported(str(exc)) from None
-            default = item.args.get("default")
-            value = coerce(t, self._evaluate(default)[1]) if default is not None else None
+            default = item.args.get("default")  # sqlglot gives False for none: NULL
+            value = (
+                coerce(t, self._evaluate(default)[1])
+                if isinstance(default, exp.Expression)
+                else None
+            )
             targets = item.this if isinstance(item.this, list) else [item.this]
             for target in targets:
                 self.variables[str(target.name).lower()] = (t, value)

@@ -127,6 +127,10 @@ def render_stream(
                     "Arithmetic overflow error converting expression to data "
                     "type of the result column.",
                 )
+                # the statements after it have run: what they changed (a transaction begun,
+                # say) is the session's, so the client hears of it; their results are dropped
+                for later in results[index + 1 :]:
+                    yield from later.env
                 break
             if stop():
                 continue
