@@ -145,18 +145,19 @@ static void test_server_error_then_usable(void **state) {
   mc_conn_close(c);
 }
 
-static void test_cancel_mid_result(void **state) {
-  (void)state;
-  mc_conn *c = open_or_fail(";Encrypt=yes;TrustServerCertificate=yes");
+/* Creates dbo.<stem>_<pid> (id int) holding 1..300; its name goes to table[size]. */
+static void make_ids_table(mc_conn *c, const char *stem, char *table, size_t size) {
   char sql[8192];
-  char table[64];
-  snprintf(table, sizeof table, "dbo.live_%ld", (long)getpid());
+  snprintf(table, size, "dbo.%s_%ld", stem, (long)getpid());
   snprintf(sql, sizeof sql, "CREATE TABLE %s (id int)", table);
   exec_ok(c, sql);
   size_t off = (size_t)snprintf(sql, sizeof sql, "INSERT INTO %s (id) VALUES (1)", table);
   for (int i = 2; i <= 300; i++) off += (size_t)snprintf(sql + off, sizeof sql - off, ",(%d)", i);
   exec_ok(c, sql);
-  snprintf(sql, sizeof sql, "SELECT a.id, b.id FROM %s a CROSS JOIN %s b", table, table);
+}
+
+/* Runs sql with batches of 1,000 rows, reads the first batch, then cancels the rest. */
+static void cancel_after_first_batch(mc_conn *c, const char *sql) {
   mc_exec_options opts = {.batch_rows = 1000};
   mc_error err;
   assert_int_equal(mc_conn_execute(c, sql, strlen(sql), NULL, 0, &opts, &err), MC_OK);
@@ -165,6 +166,16 @@ static void test_cancel_mid_result(void **state) {
   assert_int_equal(a.length, 1000);
   a.release(&a);
   assert_int_equal(mc_conn_cancel(c, &err), MC_OK);
+}
+
+static void test_cancel_mid_result(void **state) {
+  (void)state;
+  mc_conn *c = open_or_fail(";Encrypt=yes;TrustServerCertificate=yes");
+  char sql[8192];
+  char table[64];
+  make_ids_table(c, "live", table, sizeof table);
+  snprintf(sql, sizeof sql, "SELECT a.id, b.id FROM %s a CROSS JOIN %s b", table, table);
+  cancel_after_first_batch(c, sql);
   exec_ok(c, "SELECT 1 AS one");
   assert_int_equal(drain_rows(c), 1);
   mc_conn_close(c);
@@ -179,25 +190,13 @@ static void test_cancel_keeps_the_servers_transaction(void **state) {
   mc_conn *c = open_or_fail(";Encrypt=yes;TrustServerCertificate=yes");
   char sql[8192];
   char table[64];
-  snprintf(table, sizeof table, "dbo.live_tran_%ld", (long)getpid());
-  snprintf(sql, sizeof sql, "CREATE TABLE %s (id int)", table);
-  exec_ok(c, sql);
-  size_t off = (size_t)snprintf(sql, sizeof sql, "INSERT INTO %s (id) VALUES (1)", table);
-  for (int i = 2; i <= 300; i++) off += (size_t)snprintf(sql + off, sizeof sql - off, ",(%d)", i);
-  exec_ok(c, sql);
+  make_ids_table(c, "live_tran", table, sizeof table);
   assert_false(mc_conn_in_transaction(c));
   snprintf(sql, sizeof sql,
            "SELECT a.id, b.id FROM %s a CROSS JOIN %s b CROSS JOIN (SELECT TOP 20 id FROM %s) c; "
            "BEGIN TRANSACTION",
            table, table, table);
-  mc_exec_options opts = {.batch_rows = 1000};
-  mc_error err;
-  assert_int_equal(mc_conn_execute(c, sql, strlen(sql), NULL, 0, &opts, &err), MC_OK);
-  struct ArrowArray a;
-  assert_int_equal(mc_conn_next_batch(c, &a, &err), MC_OK);
-  assert_int_equal(a.length, 1000);
-  a.release(&a);
-  assert_int_equal(mc_conn_cancel(c, &err), MC_OK);
+  cancel_after_first_batch(c, sql);
   bool client = mc_conn_in_transaction(c);
   exec_ok(c, "SELECT 1 AS open_transaction WHERE @@TRANCOUNT > 0");
   assert_int_equal(drain_rows(c), client ? 1 : 0);
