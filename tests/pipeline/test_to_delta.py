@@ -104,6 +104,37 @@ def test_smallest_stream_writes_the_history_once_with_a_facts_row_per_batch(
     assert sum(r["rows"] for r in batches) == len(source.changes())
 
 
+def test_delta_state_is_computed_between_batches_of_a_query_that_keeps_running(
+    spark, source, tmp_path
+):
+    from mssql_cdc.sink.warmup import WARMER
+
+    source.workload(1)
+    history = source.changes()
+    computed = {}
+    for trigger in ({"availableNow": True}, {"processingTime": "1 second"}):
+        kind = next(iter(trigger))
+        bronze, facts = tmp_path / f"bronze-{kind}", tmp_path / f"facts-{kind}"
+        query = stream(spark, source.options()).to_delta(
+            str(bronze),
+            app_id=f"warm-{kind}",
+            checkpoint=str(tmp_path / f"cp-{kind}"),
+            facts_table=str(facts),
+            trigger=trigger,
+        )
+        if kind == "availableNow":
+            query.awaitTermination()
+        else:
+            query.processAllAvailable()
+            query.stop()
+        assert bronze_changes(spark, bronze) == history
+        assert WARMER.wait_idle(120)
+        done = {table for table, ok in WARMER.done if ok}
+        computed[kind] = (str(bronze) in done, str(facts) in done)
+    # ADR 0177: a query that stops after its batches would leave the last computation unused
+    assert computed == {"availableNow": (False, False), "processingTime": (True, True)}
+
+
 def test_arguments_are_checked_before_the_query_starts(spark, source, tmp_path):
     cdc = stream(spark, source.options())
     args = {"target": str(tmp_path / "b"), "app_id": "a", "checkpoint": str(tmp_path / "cp")}

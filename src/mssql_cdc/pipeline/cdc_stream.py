@@ -224,7 +224,15 @@ class CdcStream:
         if name != checked:  # a re-snapshot opened a new generation
             _check_name_free(self.spark, name)
         metrics, batch_function = self._sink(
-            options, location, target_ref, sink_id, facts_ref, recovery.snapshot_on_switch
+            options,
+            location,
+            target_ref,
+            sink_id,
+            facts_ref,
+            recovery.snapshot_on_switch,
+            # a query that stops after its batches would leave the last computation unused
+            # (and in flight when the application stops): ADR 0177
+            warm_state=triggers is None or "processingTime" in triggers,
         )
         if metrics is not None:
             options["metricsPath"] = metrics
@@ -290,6 +298,8 @@ class CdcStream:
         sink_id: str,
         facts_ref: TableRef | None,
         snapshot_on_switch: bool,
+        *,
+        warm_state: bool,
     ) -> tuple[str | None, Callable[[DataFrame, int], None]]:
         """The stream's metrics directory (``metricsPath`` popped from ``options``) and its
         ``foreachBatch`` function: the sink, wrapped for ``snapshot_on_switch``."""
@@ -308,7 +318,7 @@ class CdcStream:
             )
         # the sink's arguments were checked by to_delta, once (sink_arguments): built directly
         folder = None if metrics is None else metrics_dir(metrics)
-        sink = DeltaSink(target_ref, sink_id, facts_ref, folder, location)
+        sink = DeltaSink(target_ref, sink_id, facts_ref, folder, location, warm_state=warm_state)
         if not snapshot_on_switch:
             return metrics, sink
         from mssql_cdc.pipeline.switch_snapshot import SwitchSnapshotSink

@@ -23,6 +23,10 @@ Everything runs on the driver, once per micro-batch, in this order (docs/sink.md
    ``txnAppId=<app_id>#facts``, ``txnVersion=batch_id`` (the counts as ``userMetadata``);
 6. the metrics directory is cleared.
 
+Once the batch's commits (steps 3 and 5) are done, the tables committed to are handed to
+``warmup.WARMER``, which has Delta compute the state of the versions just written on a
+background thread, so that the next batch's commits do not build it first (ADR 0177).
+
 Steps 1-6 are timed; the sink logs them per batch at DEBUG under ``mssql_cdc.sink``. Within a
 run the sink remembers what it learnt: the tables checked and seen to exist (created tables
 are not looked up again) and the next batch id it expects (the rewind check reads the tables
@@ -67,6 +71,7 @@ from mssql_cdc.sink.guard import Recorded, Verdict, check_replay, classify
 from mssql_cdc.sink.identity import check_facts_not_target, check_one_target, sink_arguments
 from mssql_cdc.sink.offsets import batch_end
 from mssql_cdc.sink.tables import TableRef, txn_version
+from mssql_cdc.sink.warmup import WARMER
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -99,6 +104,7 @@ def delta_sink(
     *,
     metrics_path: str | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
+    warm_state: bool = True,
 ) -> Callable[[DataFrame, int], None]:
     """Returns the ``foreachBatch`` function that writes a CDC stream into Delta exactly once.
 
@@ -115,6 +121,10 @@ def delta_sink(
         checkpoint: the query's checkpoint location; the sink reads each batch's end offset
             from Spark's offset log there, so that an empty batch records where it ended and a
             rewound checkpoint is told from a replay (``to_delta`` passes it).
+        warm_state: after each batch's commits, have Delta compute the tables' state for the
+            next batch's commits on a background thread of the driver (classic Spark only; ADR
+            0177). Pass False for a query that runs one batch and stops (``once``), or where
+            no Spark job may run outside the query's own.
 
     Returns:
         A callable ``(df, batch_id) -> None`` for ``DataStreamWriter.foreachBatch``; it runs on
@@ -138,8 +148,10 @@ def delta_sink(
         raise TypeError(f"checkpoint must be a path (str), got {type(checkpoint).__name__}")
     if checkpoint is not None and not checkpoint.strip():
         raise ValueError("checkpoint is empty; give the query's checkpointLocation or None")
+    if not isinstance(warm_state, bool):
+        raise TypeError(f"warm_state must be True or False, got {type(warm_state).__name__}")
     metrics = None if metrics_path is None else metrics_dir(metrics_path)
-    return DeltaSink(target_ref, app_id, facts_ref, metrics, checkpoint)
+    return DeltaSink(target_ref, app_id, facts_ref, metrics, checkpoint, warm_state=warm_state)
 
 
 class DeltaSink:
@@ -156,6 +168,8 @@ class DeltaSink:
         facts: TableRef | None,
         metrics: MetricsDir | None,
         checkpoint: str | None = None,
+        *,
+        warm_state: bool = True,
     ) -> None:
         self.target = target
         self.app_id = app_id
@@ -166,6 +180,7 @@ class DeltaSink:
         self._expected: int | None = None
         self._existing: set[TableRef] = set()
         self._warned_no_metrics = False
+        self._warm_state = warm_state
 
     def __repr__(self) -> str:
         return (
@@ -188,6 +203,7 @@ class DeltaSink:
         # the bronze commit already landed (a replay): Delta would skip the append
         in_target = recorded is not None and recorded.target_txn == batch_id
         counts: BatchCounts | None = None
+        committed: list[TableRef] = []
         if verdict is Verdict.REPLAY or in_target:
             # nothing to write: one aggregation is the only read
             counts = count_batch(df)
@@ -213,9 +229,11 @@ class DeltaSink:
                 )
             elif counts is None:  # the counts come from the write (which may create the target)
                 counts = self._write(spark, df, batch_id, observe=self.facts is not None)
+                committed.append(self.target)
                 steps.lap("bronze")
             elif counts.rows:
                 self._write(spark, df, batch_id, observe=False)
+                committed.append(self.target)
                 steps.lap("bronze")
             duration_ms = round((time.monotonic() - clock) * 1000)
             if self.facts is not None:
@@ -231,7 +249,9 @@ class DeltaSink:
                     started_at=started_at,
                     duration_ms=duration_ms,
                 )
+                committed.append(self.facts)
                 steps.lap("facts")
+        self._warm(spark, committed)
         if self.metrics is not None:
             self.metrics.clear()
             steps.lap("clear")
@@ -299,6 +319,14 @@ class DeltaSink:
             self.target.text,
             self.facts.text,
         )
+
+    def _warm(self, spark: SparkSession, tables: list[TableRef]) -> None:
+        """Has the states of the tables this batch committed to computed for the next batch's
+        commits, in the background, once this batch's commits are done: a computation beside
+        the facts commit slowed it more than it gained."""
+        if self._warm_state:
+            for table in tables:
+                WARMER.request(spark, table)
 
     def _check_columns(self, df: DataFrame) -> None:
         clash = clashing_columns(df.columns)

@@ -25,9 +25,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from py4j.java_gateway import JavaClass, JavaObject
     from pyspark.sql import DataFrameReader, SparkSession
 
-__all__ = ["DELTA_LOG_CLASS", "LogListing", "has_delta_log", "list_log", "recorded_txn_version"]
+__all__ = [
+    "DELTA_LOG_CLASS",
+    "LogListing",
+    "compute_transactions",
+    "has_delta_jvm",
+    "has_delta_log",
+    "list_log",
+    "recorded_txn_version",
+]
 
 log = logging.getLogger("mssql_cdc.sink")
 
@@ -116,11 +125,11 @@ def has_delta_log(spark: SparkSession, location: str) -> bool:
     return not list_log(spark, location).empty
 
 
-def _jvm_txn_version(spark: SparkSession, location: str, app_id: str) -> int | None:
-    """The fast path; ``None`` when the session has no JVM gateway or no such class."""
+def _delta_log_class(spark: SparkSession) -> JavaClass | None:
+    """Delta's JVM ``DeltaLog`` class; ``None`` when the session has no JVM gateway or the
+    class is not on its class path."""
     jvm = getattr(spark, "_jvm", None)
-    jsession = getattr(spark, "_jsparkSession", None)
-    if jvm is None or jsession is None:
+    if jvm is None or getattr(spark, "_jsparkSession", None) is None:
         return None
     from py4j.java_gateway import JavaClass
 
@@ -132,13 +141,54 @@ def _jvm_txn_version(spark: SparkSession, location: str, app_id: str) -> int | N
             "%s is not on the class path; reading the Delta log through Spark", DELTA_LOG_CLASS
         )
         return None
-    delta_log = found.forTable(jsession, location)
+    return found
+
+
+def has_delta_jvm(spark: SparkSession) -> bool:
+    """True when the session reaches Delta's JVM classes (the fast path)."""
+    return _delta_log_class(spark) is not None
+
+
+def _jvm_snapshot(spark: SparkSession, location: str) -> JavaObject | None:
+    """The current snapshot of ``location`` through Delta's JVM ``DeltaLog`` (which Delta
+    caches per path), its log listed afresh (``DeltaLog.update``); ``None`` when the session
+    has no JVM gateway or the class is not on its class path."""
+    found = _delta_log_class(spark)
+    jvm = getattr(spark, "_jvm", None)
+    if found is None or jvm is None:
+        return None
+    delta_log = found.forTable(getattr(spark, "_jsparkSession", None), location)
     none = jvm.scala.Option.empty()
-    snapshot = delta_log.update(False, none, none)
+    snapshot: JavaObject = delta_log.update(False, none, none)
+    return snapshot
+
+
+def _jvm_txn_version(spark: SparkSession, location: str, app_id: str) -> int | None:
+    """The fast path; ``None`` when the session has no JVM gateway or no such class."""
+    snapshot = _jvm_snapshot(spark, location)
+    if snapshot is None:
+        return None
     if snapshot.version() < 0:
         return -1
     entry = snapshot.transactions().get(app_id)
     return int(entry.get()) if entry.isDefined() else -1
+
+
+def compute_transactions(spark: SparkSession, location: str) -> bool:
+    """Has Delta compute the set transactions of the table's current version, which it keeps
+    with that version's snapshot: the next transactional append to the table finds them there
+    instead of rebuilding the table's state from its log first (ADR 0177).
+
+    Runs on the driver, where the session has Delta's JVM classes (classic Spark): there it
+    costs what the next commit would have spent (on open-source Delta one to three small Spark
+    jobs over the log) and returns True. Returns False, having done nothing, on Spark Connect or
+    where Delta lives under other class names; and for a location with no table yet.
+    """
+    snapshot = _jvm_snapshot(spark, location)
+    if snapshot is None or snapshot.version() < 0:
+        return False
+    snapshot.transactions()
+    return True
 
 
 def _txn_in(spark: SparkSession, paths: list[str], app_id: str, fmt: str) -> int | None:

@@ -1,0 +1,212 @@
+"""Delta's table state computed ahead of the sink's next commit, on a background thread of the
+driver (ADR 0177).
+
+Each commit of the sink carries a transaction id (``txnAppId``, ``txnVersion``), and before it
+commits Delta looks up the version the table recorded for that id. Open-source Delta answers
+from the table's computed state, which it builds from the log once per table version (the last
+checkpoint plus the JSON commits after it: one to three small Spark jobs), so in a stream it
+builds it before every commit. On a stream of small micro-batches that is most of each
+commit's time. The sink therefore hands the tables a batch committed to to :data:`WARMER` once
+the batch's commits are done, and it has Delta compute the state of the versions just written
+on a background thread: by the time the next batch commits (after the trigger's wait, the next
+batch's planning and its read) the state is there, and the commit costs about what an append
+without a transaction id costs.
+
+It only reads. The next commit's check is unchanged: Delta still looks the id up on the
+snapshot it commits on; if another writer committed in between, that is a newer version, whose
+state Delta builds itself as before. A commit that starts while its table's state is still
+being computed waits for that computation instead of starting a second one (Delta keeps the
+state in a lazily computed field of the snapshot).
+
+Only where the session reaches Delta's JVM classes (classic Spark with PySpark's pinned threads;
+``txn_ids``); on Spark Connect, or where Delta lives under other class names, nothing is done.
+The jobs run in the asking thread's job group (a streaming query's, so that stopping the query
+cancels them) with the asking session active. A failure is logged at DEBUG under
+``mssql_cdc.sink`` and forgotten: the next commit then builds the state itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, NamedTuple
+
+from mssql_cdc.sink.txn_ids import compute_transactions, has_delta_jvm
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from mssql_cdc.sink.tables import TableRef
+
+__all__ = ["JOB_GROUP", "WARMER", "StateWarmer"]
+
+log = logging.getLogger("mssql_cdc.sink")
+
+#: the Spark job group of the warmer's jobs when the thread that asked had none
+JOB_GROUP = "mssql_cdc-delta-state"
+#: the job description Spark's UI shows for them
+DESCRIPTION = "mssql_cdc: Delta table state for the sink's next commit"
+
+
+def _first_line(exc: BaseException) -> str:
+    """The error's first line; for a Java exception through py4j, the Java one's."""
+    try:
+        java = getattr(exc, "java_exception", None)
+        text = str(java.toString() if java is not None else exc).strip()
+    except Exception:  # the gateway itself may be gone
+        text = ""
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+def _pinned(spark: SparkSession) -> bool:
+    """True when the session is classic and PySpark pins each Python thread to a JVM thread
+    (``PYSPARK_PIN_THREAD``, on by default): only then are a thread's job group and active
+    session its own."""
+    if getattr(spark, "_jvm", None) is None:
+        return False
+    from py4j.clientserver import ClientServer
+    from pyspark import SparkContext
+
+    return isinstance(SparkContext._gateway, ClientServer)
+
+
+class _Request(NamedTuple):
+    spark: SparkSession
+    ref: TableRef
+    #: the requesting thread's job group (a streaming query's run id in ``foreachBatch``)
+    group: str | None
+
+
+class StateWarmer:
+    """One daemon thread that has Delta compute the current state of the tables handed to
+    :meth:`request`, in the order asked; a table asked for again while it waits is computed once.
+
+    The computation's Spark jobs run in the job group of the thread that asked (in a
+    ``foreachBatch``, the streaming query's, so ``query.stop()`` cancels them with the query's
+    own; Delta holds a snapshot's lock while it computes its state, and a commit waiting for it
+    could not be interrupted otherwise), or in :data:`JOB_GROUP`; and with the requesting
+    session active (its settings and file system options are the ones Delta reads).
+
+    Args:
+        compute: ``(spark, location) -> bool``, the computation (``txn_ids.compute_transactions``;
+            tests give another).
+        available: ``spark -> bool``, whether the session reaches Delta's JVM classes
+            (``txn_ids.has_delta_jvm``), asked before the table's location is looked up (for a
+            table name, a catalog call).
+        pinned: ``spark -> bool``, whether the session is classic with pinned threads.
+    """
+
+    def __init__(
+        self,
+        compute: Callable[[SparkSession, str], bool] = compute_transactions,
+        available: Callable[[SparkSession], bool] = has_delta_jvm,
+        pinned: Callable[[SparkSession], bool] | None = None,
+    ) -> None:
+        self._compute = compute
+        self._available = available
+        self._pinned = _pinned if pinned is None else pinned
+        self._cond = threading.Condition()
+        self._pending: dict[str, _Request] = {}
+        self._busy = False
+        self._thread: threading.Thread | None = None
+        #: the latest tables done and whether their state was computed (False: not a table, no
+        #: JVM classes, or it failed), newest last
+        self.done: deque[tuple[str, bool]] = deque(maxlen=64)
+
+    def request(self, spark: SparkSession, ref: TableRef) -> None:
+        """Queues ``ref``'s state to be computed and returns at once (driver, after a commit).
+
+        Does nothing for a session without a JVM gateway (Spark Connect) or when PySpark does
+        not pin threads (``PYSPARK_PIN_THREAD=false``)."""
+        if not self._pinned(spark):
+            return
+        group = _local_property(spark, "spark.jobGroup.id")
+        with self._cond:
+            self._pending[ref.text] = _Request(spark, ref, group)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="mssql_cdc-delta-state", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """True once nothing is queued or being computed; False after ``timeout`` seconds."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._pending and not self._busy, timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._pending))
+                key = next(iter(self._pending))
+                asked = self._pending.pop(key)
+                self._busy = True
+            try:
+                self._warm(asked)
+            except BaseException as exc:  # never let the thread die with work queued
+                log.debug("Delta state computation failed: %s", _first_line(exc))
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def _warm(self, asked: _Request) -> None:
+        spark, ref = asked.spark, asked.ref
+        started = time.monotonic()
+        try:
+            if not self._available(spark):  # Databricks' Delta: nothing to look up
+                self.done.append((ref.text, False))
+                return
+            with _as(spark, asked.group):
+                location = ref.location(spark)
+                computed = location is not None and self._compute(spark, location)
+        except Exception as exc:  # a stopped session or query, a dropped table
+            log.debug(
+                "the Delta state of %s was not computed ahead of its next commit: %s",
+                ref.text,
+                _first_line(exc),
+            )
+            self.done.append((ref.text, False))
+            return
+        self.done.append((ref.text, computed))
+        if computed:
+            log.debug(
+                "Delta state of %s computed for its next commit in %d ms",
+                ref.text,
+                round((time.monotonic() - started) * 1000),
+            )
+
+
+def _local_property(spark: SparkSession, key: str) -> str | None:
+    try:
+        value = spark.sparkContext.getLocalProperty(key)
+    except Exception:
+        return None
+    return None if value is None else str(value)
+
+
+@contextlib.contextmanager
+def _as(spark: SparkSession, group: str | None) -> Iterator[None]:
+    """This thread's jobs in ``group`` (else :data:`JOB_GROUP`), cancellable with it, and
+    ``spark`` the JVM's active session, for the block."""
+    context = spark.sparkContext
+    context.setJobGroup(group or JOB_GROUP, DESCRIPTION, interruptOnCancel=True)
+    jvm = getattr(spark, "_jvm", None)
+    session_class = None if jvm is None else jvm.org.apache.spark.sql.SparkSession
+    if session_class is not None:
+        session_class.setActiveSession(getattr(spark, "_jsparkSession", None))
+    try:
+        yield
+    finally:
+        if session_class is not None:
+            session_class.clearActiveSession()
+        context._jsc.clearJobGroup()
+
+
+#: the driver's one warmer, shared by every sink of the process
+WARMER = StateWarmer()

@@ -1,0 +1,219 @@
+"""After each commit the sink has Delta compute the table's state on a background thread, so the
+next batch's commit does not rebuild it to look up its transaction id (ADR 0177)."""
+
+from __future__ import annotations
+
+import threading
+import types
+
+from _changes import change, changes
+
+from mssql_cdc.sink import delta_sink
+from mssql_cdc.sink.txn_ids import compute_transactions
+from mssql_cdc.sink.warmup import JOB_GROUP, WARMER
+
+
+def _jobs(spark, group=None) -> set[int]:
+    return set(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def test_the_next_commit_finds_the_state_computed(spark, tmp_path):
+    sinks = {
+        warm: delta_sink(
+            str(tmp_path / f"bronze-{warm}"),
+            f"warm-{warm}",
+            str(tmp_path / f"facts-{warm}"),
+            warm_state=warm,
+        )
+        for warm in (False, True)
+    }
+    first = [change(1, 2, 1, "a"), change(2, 2, 2, "b")]
+    second = [change(3, 4, 1, "A"), change(4, 1, 2, None)]
+    for sink in sinks.values():
+        sink(changes(spark, first), 0)
+    assert WARMER.wait_idle(120)
+    assert (str(tmp_path / "bronze-True"), True) in WARMER.done
+    assert (str(tmp_path / "facts-True"), True) in WARMER.done
+    assert not any("False" in table for table, _ in WARMER.done)
+
+    ran = {}
+    for warm, sink in sinks.items():
+        before = _jobs(spark)
+        sink(changes(spark, second), 1)
+        ran[warm] = len(_jobs(spark) - before)  # the warmer's own jobs are in JOB_GROUP
+    assert WARMER.wait_idle(120)
+    assert _jobs(spark, JOB_GROUP)
+    # what building one version's state costs here (open-source Delta: one to three jobs, with
+    # the session's settings); a second ask is answered from the snapshot
+    cold_bronze = str(tmp_path / "bronze-False")
+    before = _jobs(spark)
+    assert compute_transactions(spark, cold_bronze)
+    rebuild = len(_jobs(spark) - before)
+    before = _jobs(spark)
+    assert compute_transactions(spark, cold_bronze)
+    assert len(_jobs(spark) - before) == 0
+    # both commits of the warmed sink (bronze, facts) found the state computed
+    assert rebuild > 0
+    assert ran[False] - ran[True] == 2 * rebuild, (ran, rebuild)
+    # a replay of batch 1 after the state was computed is still skipped by Delta
+    sinks[True](changes(spark, second), 1)
+    assert WARMER.wait_idle(120)
+    for warm in (False, True):
+        bronze = spark.read.format("delta").load(str(tmp_path / f"bronze-{warm}"))
+        assert sorted(r["_start_lsn"] for r in bronze.collect()) == [
+            f"0x{n:020X}" for n in (1, 2, 3, 4)
+        ]
+        facts = spark.read.format("delta").load(str(tmp_path / f"facts-{warm}"))
+        assert sorted((r["batch_id"], r["rows"]) for r in facts.collect()) == [(0, 2), (1, 2)]
+
+
+class _Context:
+    """Records the job group the warmer's thread sets and clears."""
+
+    def __init__(self, group: str | None) -> None:
+        self.group = group
+        self.set: list[tuple[str, bool]] = []
+        self._jsc = self
+
+    def getLocalProperty(self, key):  # noqa: N802 (Spark's name)
+        assert key == "spark.jobGroup.id"
+        return self.group
+
+    def setJobGroup(self, group, description, interruptOnCancel=False):  # noqa: N802, N803
+        self.set.append((group, interruptOnCancel))
+
+    def clearJobGroup(self):  # noqa: N802
+        self.set.append(("cleared", False))
+
+
+class _Session:
+    """A stand-in for a classic session (it has a JVM gateway), recording the JVM's active
+    session as the warmer sets and clears it."""
+
+    def __init__(self, group: str | None = None) -> None:
+        self.sparkContext = _Context(group)
+        self.active: list[object] = []
+        self._jsparkSession = object()
+        sessions = types.SimpleNamespace(
+            setActiveSession=self.active.append,
+            clearActiveSession=lambda: self.active.append(None),
+        )
+        self._jvm = types.SimpleNamespace(
+            org=types.SimpleNamespace(
+                apache=types.SimpleNamespace(
+                    spark=types.SimpleNamespace(sql=types.SimpleNamespace(SparkSession=sessions))
+                )
+            )
+        )
+
+
+def _warmer(compute, available=lambda spark: True):
+    from mssql_cdc.sink.warmup import StateWarmer
+
+    return StateWarmer(compute, available=available, pinned=lambda spark: spark._jvm is not None)
+
+
+class _Held:
+    """A computation that blocks until released, recording what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, spark, location: str) -> bool:
+        self.asked.append(location)
+        self.started.set()
+        assert self.release.wait(30)
+        if location.endswith("broken"):
+            raise RuntimeError("the session was stopped")
+        if location.endswith("unprintable"):
+            raise _UnprintableError
+        return True
+
+
+class _UnprintableError(Exception):
+    """An error whose text cannot be had (a py4j error once the gateway is gone)."""
+
+    def __str__(self) -> str:
+        raise ConnectionError("the gateway is gone")
+
+
+def test_a_table_asked_for_again_while_it_waits_is_computed_once():
+    from mssql_cdc.sink.tables import table_ref
+
+    held = _Held()
+    warmer = _warmer(held)
+    a, b = table_ref("/data/a", "target"), table_ref("/data/b", "target")
+    warmer.request(_Session(), a)
+    assert held.started.wait(30)  # a is being computed: b waits
+    for _ in range(3):
+        warmer.request(_Session(), b)
+    warmer.request(_Session(), a)  # a again: its new version
+    held.release.set()
+    assert warmer.wait_idle(30)
+    assert held.asked == ["/data/a", "/data/b", "/data/a"]
+    assert list(warmer.done) == [("/data/a", True), ("/data/b", True), ("/data/a", True)]
+
+
+def test_the_jobs_run_in_the_asking_threads_job_group_with_its_session_active():
+    from mssql_cdc.sink.tables import table_ref
+    from mssql_cdc.sink.warmup import JOB_GROUP
+
+    held = _Held()
+    held.release.set()
+    warmer = _warmer(held)
+    in_query, alone = _Session(group="run-1234"), _Session(group=None)
+    warmer.request(in_query, table_ref("/data/a", "target"))
+    assert warmer.wait_idle(30)
+    warmer.request(alone, table_ref("/data/b", "target"))
+    assert warmer.wait_idle(30)
+    # a query's stop cancels its job group: the computation goes with it (interruptible)
+    assert in_query.sparkContext.set == [("run-1234", True), ("cleared", False)]
+    assert alone.sparkContext.set == [(JOB_GROUP, True), ("cleared", False)]
+    assert in_query.active == [in_query._jsparkSession, None]
+    assert alone.active == [alone._jsparkSession, None]
+
+
+class _Elsewhere(_Session):
+    """A classic session whose Delta has other class names (Databricks); records catalog
+    calls (a table name's location is one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.catalog_calls = 0
+
+    @property
+    def catalog(self):
+        self.catalog_calls += 1
+        raise AssertionError("the catalog was asked")
+
+
+def test_a_failure_is_forgotten_and_a_session_without_the_classes_is_left_alone(caplog):
+    from mssql_cdc.sink.tables import table_ref
+
+    held = _Held()
+    held.release.set()
+    warmer = _warmer(held, available=lambda spark: not isinstance(spark, _Elsewhere))
+    connect = _Session()
+    connect._jvm = None  # Spark Connect: no JVM gateway
+    warmer.request(connect, table_ref("/data/connect", "target"))
+    assert warmer.wait_idle(30)
+    assert list(warmer.done) == []
+    elsewhere = _Elsewhere()
+    warmer.request(elsewhere, table_ref("bronze.orders", "target"))
+    assert warmer.wait_idle(30)
+    assert list(warmer.done) == [("bronze.orders", False)]
+    assert elsewhere.catalog_calls == 0
+    warmer.done.clear()
+    assert held.asked == []
+    with caplog.at_level("DEBUG", logger="mssql_cdc.sink"):
+        for name in ("broken", "unprintable", "fine"):
+            warmer.request(_Session(), table_ref(f"/data/{name}", "target"))
+            assert warmer.wait_idle(30)
+    assert list(warmer.done) == [
+        ("/data/broken", False),
+        ("/data/unprintable", False),
+        ("/data/fine", True),
+    ]
+    assert "was not computed ahead of its next commit: the session was stopped" in caplog.text
