@@ -9,8 +9,6 @@ of this works without PySpark installed.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _dist_version
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -97,6 +95,10 @@ _HOMES = {
 
 
 def _version() -> str:
+    # imported on first use: at import it costs every new Python worker about 40 ms (ADR 0178)
+    from importlib.metadata import PackageNotFoundError  # noqa: PLC0415
+    from importlib.metadata import version as _dist_version  # noqa: PLC0415
+
     try:
         return _dist_version("mssql-cdc")
     except PackageNotFoundError:  # a source tree that was never installed

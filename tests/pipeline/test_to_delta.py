@@ -135,6 +135,46 @@ def test_delta_state_is_computed_between_batches_of_a_query_that_keeps_running(
     assert computed == {"availableNow": (False, False), "processingTime": (True, True)}
 
 
+def test_a_run_has_delta_compute_existing_tables_state_while_its_query_starts(
+    spark, source, tmp_path, monkeypatch
+):
+    """ADR 0179: the first batch's checks and commits find the state of bronze and the facts
+    table computed while the query started; the facts were checked once, by to_delta."""
+    import mssql_cdc.sink.delta as sink_module
+    from mssql_cdc.sink.warmup import WARMER
+
+    sink_checks = []
+    checked = sink_module.check_one_target
+    monkeypatch.setattr(
+        sink_module,
+        "check_one_target",
+        lambda *a, **k: sink_checks.append(a[1]) or checked(*a, **k),
+    )
+    bronze, facts = tmp_path / "bronze", tmp_path / "facts"
+    computed = []
+    for run in range(2):
+        source.workload(1 + 10 * run)
+        assert WARMER.wait_idle(120)
+        WARMER.done.clear()
+        query = stream(spark, source.options()).to_delta(
+            str(bronze),
+            app_id="scheduled",
+            checkpoint=str(tmp_path / "cp"),
+            facts_table=str(facts),
+            trigger={"availableNow": True},
+        )
+        query.awaitTermination()
+        assert WARMER.wait_idle(120)
+        computed.append(sorted(WARMER.done))
+    assert bronze_changes(spark, bronze) == source.changes()
+    # the first run: no table yet, nothing to compute; availableNow warms nothing after a batch
+    assert computed == [
+        [(str(bronze), False), (str(facts), False)],
+        [(str(bronze), True), (str(facts), True)],
+    ]
+    assert sink_checks == []
+
+
 def test_arguments_are_checked_before_the_query_starts(spark, source, tmp_path):
     cdc = stream(spark, source.options())
     args = {"target": str(tmp_path / "b"), "app_id": "a", "checkpoint": str(tmp_path / "cp")}

@@ -12,7 +12,7 @@ import pytest
 from mssql_cdc import Lsn
 from mssql_cdc.errors import ConnectionLostError, SqlServerError
 from mssql_cdc.options import parse_options
-from mssql_cdc.source.arrow import lsn_text
+from mssql_cdc.source.arrow import constant, lsn_text, scalar, timestamps
 from mssql_cdc.source.client import CdcClient, permission_error
 from mssql_cdc.source.clock import ServerClock, resolve_clock
 from mssql_cdc.source.offsets import format_utc, make_offset, offset_lsn
@@ -73,6 +73,51 @@ def test_lsn_text_is_vectorized_upper_hex_and_keeps_nulls():
     values = pa.array([bytes.fromhex("0000002A000001F40003"), None, b"\xff" * 10]).slice(0)
     assert lsn_text(values).to_pylist() == ["0x0000002A000001F40003", None, "0x" + "F" * 20]
     assert lsn_text(values.slice(2)).to_pylist() == ["0x" + "F" * 20]
+
+
+@pytest.mark.parametrize(
+    ("value", "type_"),
+    [
+        ("dbo_orders", pa.string()),
+        ("\u00e9t\u00e9 \U0001f600", pa.string()),
+        ("", pa.string()),
+        (0, pa.int32()),
+        (-(2**31), pa.int32()),
+        (2**63 - 1, pa.int64()),
+        (255, pa.uint8()),
+        (-7, pa.int16()),
+        (dt.datetime(2026, 11, 1, 8, 50, 0, 123456), pa.timestamp("us")),
+        (dt.datetime(1900, 1, 1), pa.timestamp("us")),
+        (dt.datetime(2026, 1, 1, 0, 0, 1, 500000), pa.timestamp("ms")),
+        (dt.timedelta(minutes=-330), pa.duration("us")),
+        (dt.timedelta(seconds=90), pa.duration("s")),
+        (None, pa.string()),
+        (None, pa.timestamp("us")),
+        (True, pa.bool_()),  # not built from bytes: pa.scalar's answer
+    ],
+)
+def test_scalar_from_bytes_equals_pyarrows_own(value, type_):
+    built = scalar(value, type_)
+    assert built.type == type_
+    assert built.equals(pa.scalar(value, type_))
+    assert built.as_py() == value
+    column = constant(value, type_, 3)
+    assert column.to_pylist() == [value] * 3
+    assert column.type == type_
+
+
+def test_scalar_refuses_an_integer_its_type_cannot_hold():
+    with pytest.raises(OverflowError):
+        scalar(2**31, pa.int32())
+    with pytest.raises(OverflowError):
+        scalar(-1, pa.uint32())
+
+
+def test_timestamps_from_bytes_keep_nulls_and_microseconds():
+    values = [dt.datetime(2026, 11, 1, 1, 50, 0, 7), None, dt.datetime(1969, 12, 31, 23, 59, 59)]
+    built = timestamps(values)
+    assert built.equals(pa.array(values, pa.timestamp("us")))
+    assert built.null_count == 1
 
 
 PACIFIC = ServerClock(zone="America/Los_Angeles")

@@ -134,3 +134,69 @@ def test_the_legacy_reader_says_once_that_max_commits_per_batch_is_ignored(sourc
     r.latestOffset()
     assert not [m for m in caplog.records if m.levelname == "WARNING"]
     r.stop()
+
+
+#: a new Python worker's whole read: the planner's calls, the task's read, a snapshot read
+_WORKER = """
+import json, sys
+import pyarrow as pa
+from mssql_cdc.options import parse_options
+from mssql_cdc.source.catalog import infer_schema
+from mssql_cdc.source.client import CdcClient
+from mssql_cdc.source.compat import arrow_schema
+from mssql_cdc.source.datasource import AdmissionStreamReader, HAS_ADMISSION_CONTROL, to_struct
+from mssql_cdc.source.snapshot import plan_snapshot, read_snapshot
+
+opts = parse_options(json.loads(sys.stdin.read()))
+client = CdcClient(opts)
+columns = infer_schema(client)
+client.close()
+r = AdmissionStreamReader(opts, to_struct(columns), 2)
+r.min_rows_per_partition = 2
+start = r.initialOffset()
+if HAS_ADMISSION_CONTROL:
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    end = r.latestOffset(start, ReadAllAvailable())
+else:
+    end = r.latestOffset()
+changes = [b for p in r.partitions(start, end) for b in r.read(p)]
+r.commit(end)
+r.stop()
+snapshot = [
+    b
+    for p in plan_snapshot(opts, columns, 2)
+    for b in read_snapshot(opts, arrow_schema(to_struct(columns)), p)
+]
+meta = ["_start_lsn", "_commit_ts", "_capture_instance"]
+rows = [pa.Table.from_batches(x).select(meta).num_rows for x in (changes, snapshot)]
+print(json.dumps({"rows": rows, "pandas": "pandas" in sys.modules}))
+"""
+
+
+@pytest.mark.parametrize("clock", ["server", "pacific"])
+def test_a_new_worker_reads_without_importing_pandas(request, clock, tmp_path):
+    """pyarrow imports pandas (about 0.25 s) on its first conversion of a Python value; a
+    reader that asked for one paid it in every new Python worker (the planner's, each task's).
+    The whole read runs in a fresh interpreter here, with every metadata column, partitions,
+    the metrics files and, for ``pacific``, commit times converted from a named zone."""
+    import json
+    import subprocess
+    import sys
+
+    source = request.getfixturevalue("source" if clock == "server" else "pacific_source")
+    for i in range(4):
+        source.sql(f"INSERT INTO dbo.orders VALUES ({i}, N'n{i}', {i})")
+    source.sql("UPDATE dbo.orders SET qty = 9 WHERE id = 1")
+    source.sql("DELETE FROM dbo.orders WHERE id = 2")
+    source.scan()
+    options = source.options(startingLsn="earliest", metricsPath=str(tmp_path / "metrics"))
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKER],
+        input=json.dumps(options),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"rows": [7, 3], "pandas": False}

@@ -34,6 +34,7 @@ from mssql_cdc.sink import (
     TableRef,
     check_facts_not_target,
     check_one_target,
+    compute_state_ahead,
     sink_arguments,
     table_ref,
 )
@@ -233,6 +234,7 @@ class CdcStream:
             # a query that stops after its batches would leave the last computation unused
             # (and in flight when the application stops): ADR 0177
             warm_state=triggers is None or "processingTime" in triggers,
+            checked_app_id=app,
         )
         if metrics is not None:
             options["metricsPath"] = metrics
@@ -253,6 +255,8 @@ class CdcStream:
         if triggers is not None:
             writer = writer.trigger(**triggers)  # type: ignore[call-overload]
         _clear_unfinished_log(location, sink_id)
+        # the query's start takes seconds: Delta computes the tables' state meanwhile (ADR 0179)
+        compute_state_ahead(self.spark, target_ref, facts_ref)
         query = writer.start()
         log.info(
             "%s: started query %r: %s -> %s (checkpoint %s, facts %s, metrics %s)",
@@ -300,6 +304,7 @@ class CdcStream:
         snapshot_on_switch: bool,
         *,
         warm_state: bool,
+        checked_app_id: str,
     ) -> tuple[str | None, Callable[[DataFrame, int], None]]:
         """The stream's metrics directory (``metricsPath`` popped from ``options``) and its
         ``foreachBatch`` function: the sink, wrapped for ``snapshot_on_switch``."""
@@ -318,7 +323,16 @@ class CdcStream:
             )
         # the sink's arguments were checked by to_delta, once (sink_arguments): built directly
         folder = None if metrics is None else metrics_dir(metrics)
-        sink = DeltaSink(target_ref, sink_id, facts_ref, folder, location, warm_state=warm_state)
+        sink = DeltaSink(
+            target_ref,
+            sink_id,
+            facts_ref,
+            folder,
+            location,
+            warm_state=warm_state,
+            # to_delta checked the app_id it was given; a generation's sink id is another
+            identity_checked=facts_ref is not None and sink_id == checked_app_id,
+        )
         if not snapshot_on_switch:
             return metrics, sink
         from mssql_cdc.pipeline.switch_snapshot import SwitchSnapshotSink

@@ -85,6 +85,7 @@ from mssql_cdc.sink.reconcile_tables import (
 )
 from mssql_cdc.sink.schemas import BRONZE, CONTROL, FACTS, SILVER, SILVER_HISTORY, TableKind
 from mssql_cdc.sink.tables import TableRef, quote, same_table, table_ref
+from mssql_cdc.sink.warmup import compute_state_ahead
 
 __all__ = [
     "BOOTSTRAP_VERSION",
@@ -111,6 +112,7 @@ __all__ = [
     "check_one_target",
     "chunk_rows",
     "chunked_snapshot",
+    "compute_state_ahead",
     "delta_sink",
     "ensure_control_table",
     "ensure_facts_table",

@@ -170,13 +170,17 @@ class DeltaSink:
         checkpoint: str | None = None,
         *,
         warm_state: bool = True,
+        identity_checked: bool = False,
     ) -> None:
+        """Args as :func:`delta_sink`'s (checked there); ``identity_checked``: the caller has
+        just run ``identity.check_facts_not_target`` and ``check_one_target`` for this
+        ``app_id``, so the first batch does not run them again (``to_delta``)."""
         self.target = target
         self.app_id = app_id
         self.facts = facts
         self.metrics = metrics
         self.checkpoint = checkpoint
-        self._checked = False
+        self._checked = identity_checked
         self._expected: int | None = None
         self._existing: set[TableRef] = set()
         self._warned_no_metrics = False
@@ -340,14 +344,16 @@ class DeltaSink:
         """What the facts table and Delta's logs record for this app_id."""
         assert self.facts is not None
         facts_last, last_max, last_end, last_rows = -1, None, None, None
+        facts_txn = txn_version(spark, self.facts, self.facts_app_id)
         if self._exists(spark, self.facts):
-            last = last_batch(spark, self.facts, self.app_id)
+            # the newest facts commit's batch: its row is the newest, found in the newest files
+            last = last_batch(spark, self.facts, self.app_id, from_batch=facts_txn)
             if last is not None:
                 facts_last, last_max, last_end = last.batch_id, last.max_lsn, last.end_lsn
                 last_rows = last.rows
         return Recorded(
             facts_last=facts_last,
-            facts_txn=txn_version(spark, self.facts, self.facts_app_id),
+            facts_txn=facts_txn,
             target_txn=txn_version(spark, self.target, bronze_app_id(self.app_id)),
             last_max_lsn=last_max,
             last_end_lsn=last_end,

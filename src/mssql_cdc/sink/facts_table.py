@@ -188,19 +188,29 @@ class LastBatch:
     rows: int | None
 
 
-def last_batch(spark: SparkSession, facts: TableRef, app_id: str) -> LastBatch | None:
+def last_batch(
+    spark: SparkSession, facts: TableRef, app_id: str, *, from_batch: int | None = None
+) -> LastBatch | None:
     """The newest micro-batch row (``event`` NULL, ``batch_id`` set) of ``app_id``; ``None``
-    when there is none. The table must exist."""
+    when there is none. The table must exist.
+
+    ``from_batch``: a batch id the caller expects the newest row at or after (the facts
+    commits' ``txnVersion``). Rows from there on are read first, which Delta's statistics on
+    ``batch_id`` narrow to the newest files instead of every file of the table (one per
+    batch); when there is none, the whole table is read. The answer is the same either way.
+    """
     from pyspark.sql import functions as sf
 
-    row = (
-        facts.read(spark)
-        .where((sf.col("app_id") == app_id) & sf.col("event").isNull())
-        .where(sf.col("batch_id").isNotNull())
-        .orderBy(sf.col("batch_id").desc())
-        .select("batch_id", "max_lsn", "end_lsn", "rows")
-        .first()
-    )
+    def newest(since: int | None) -> Row | None:
+        rows = facts.read(spark).where((sf.col("app_id") == app_id) & sf.col("event").isNull())
+        rows = rows.where(
+            sf.col("batch_id").isNotNull() if since is None else sf.col("batch_id") >= since
+        )
+        return rows.orderBy(sf.col("batch_id").desc()).select(*_LAST_BATCH).first()
+
+    row = newest(from_batch) if from_batch is not None and from_batch >= 0 else None
+    if row is None:
+        row = newest(None)
     if row is None:
         return None
     return LastBatch(
@@ -209,6 +219,10 @@ def last_batch(spark: SparkSession, facts: TableRef, app_id: str) -> LastBatch |
         end_lsn=row["end_lsn"],
         rows=None if row["rows"] is None else int(row["rows"]),
     )
+
+
+#: the columns :func:`last_batch` reads
+_LAST_BATCH = ("batch_id", "max_lsn", "end_lsn", "rows")
 
 
 def recorded_targets(spark: SparkSession, facts: TableRef, app_id: str) -> list[str]:

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     from mssql_cdc.sink.tables import TableRef
 
-__all__ = ["JOB_GROUP", "WARMER", "StateWarmer"]
+__all__ = ["JOB_GROUP", "WARMER", "StateWarmer", "compute_state_ahead"]
 
 log = logging.getLogger("mssql_cdc.sink")
 
@@ -210,3 +210,15 @@ def _as(spark: SparkSession, group: str | None) -> Iterator[None]:
 
 #: the driver's one warmer, shared by every sink of the process
 WARMER = StateWarmer()
+
+
+def compute_state_ahead(spark: SparkSession, *tables: TableRef | None) -> None:
+    """Has Delta compute each table's current state on :data:`WARMER`'s thread and returns at
+    once (``None`` entries skipped; a table that does not exist yet is done with nothing
+    computed). ``to_delta`` calls it just before it starts its query, whose start (Spark starting
+    the source's Python planning process) takes seconds: the first batch's checks and commits
+    then find the state computed (ADR 0179). Driver; classic Spark with open-source Delta only,
+    elsewhere nothing is done."""
+    for ref in tables:
+        if ref is not None:
+            WARMER.request(spark, ref)

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from mssql_cdc._timezones import windows_to_iana
 from mssql_cdc.errors import SqlServerError
+from mssql_cdc.source.arrow import scalar, timestamps
 
 __all__ = ["ServerClock", "resolve_clock"]
 
@@ -71,7 +72,7 @@ class ServerClock:
         if len(local) == 0:
             return local, previous
         if self.zone is None:
-            shift = pa.scalar(dt.timedelta(minutes=self.offset_minutes), pa.duration("us"))
+            shift = scalar(dt.timedelta(minutes=self.offset_minutes), pa.duration("us"))
             out = pc.subtract(local, shift)
         elif self.is_utc:
             out = local
@@ -91,7 +92,7 @@ class ServerClock:
                         continue
                     last = self.to_utc(item, last)
                     values.append(last)
-                return pa.array(values, pa.timestamp("us")), last
+                return timestamps(values), last
             out = early
         tail = out[len(out) - 1].as_py()
         return out, tail if tail is not None else previous

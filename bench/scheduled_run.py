@@ -1,0 +1,119 @@
+"""A scheduled job: seconds one ``availableNow`` run of ``to_delta`` takes for a few new changes.
+
+A job that runs every few minutes (a Databricks job, a cron entry) starts a new query each
+time: Spark starts the source's Python planning process, plans the batch, starts a Python
+worker for the read (or reuses an idle one), and the sink commits bronze and the facts row.
+With few rows, those start-up costs are the run. The benchmark makes ``--rows`` changes in the
+emulator (one commit), then runs ``to_delta`` with ``trigger={"availableNow": True}`` on the
+same bronze, facts table and checkpoint, ``--runs`` times; the first ``--warmup`` runs (table
+creation, the JVM's compilation) are left out.
+
+    .venv/bin/python bench/scheduled_run.py [--runs 8] [--rows 10] [--warmup 2]
+
+Prints, per run and as medians: the whole run (``to_delta`` called to the query's end), the
+part before the first trigger (the query's start and the planning process's start), the
+trigger itself (``triggerExecution``: planning, the read, the sink) and the sink's own time.
+Needs local Spark with Delta (``make setup``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import shutil
+import statistics
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+
+def main() -> None:  # noqa: PLR0915 (one straight script)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--rows", type=int, default=10, help="changes per run (one commit)")
+    parser.add_argument("--warmup", type=int, default=2)
+    args = parser.parse_args()
+
+    from mssql_cdc import _native, stream
+    from mssql_cdc.emulator import Emulator
+    from mssql_cdc.spark import get_spark
+
+    steps: list[dict[str, int]] = []
+
+    class Steps(logging.Handler):  # the sink's per-batch DEBUG line: its whole time and steps
+        def emit(self, record: logging.LogRecord) -> None:
+            found = re.findall(r"(\w+) (\d+) ms", record.getMessage())
+            if "micro-batch" in record.getMessage() and found:
+                steps.append({("sink" if n == "in" else n): int(ms) for n, ms in found})
+
+    sink_log = logging.getLogger("mssql_cdc.sink")
+    sink_log.setLevel(logging.DEBUG)
+    sink_log.addHandler(Steps())
+
+    work = Path(tempfile.mkdtemp(prefix="mssql-cdc-scheduled-"))
+    spark = get_spark()
+    spark.sparkContext.setLogLevel("ERROR")
+    rows: list[tuple[float, float, float, float]] = []
+    with Emulator() as emu:
+        text = f"Server=tcp:{emu.host},{emu.port};Encrypt=no"
+        with _native.connect(text, user="sa", password=emu.password) as conn:
+            conn.execute("CREATE TABLE dbo.jobs (id int PRIMARY KEY, name nvarchar(40), n int)")
+            conn.execute("EXEC sys.sp_cdc_enable_db")
+            conn.execute(
+                "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'jobs', "
+                "@role_name = NULL"
+            )
+            options = {
+                "connectionString": text,
+                "user": "sa",
+                "password": emu.password,
+                "captureInstance": "dbo_jobs",
+            }
+            print(f"{'run':>4}{'whole s':>9}{'to trigger s':>14}{'trigger s':>11}{'sink s':>8}")
+            for run in range(args.warmup + args.runs):
+                values = ", ".join(
+                    f"({run * args.rows + i}, N'job {run}', {i})" for i in range(args.rows)
+                )
+                conn.execute(f"INSERT INTO dbo.jobs VALUES {values}")
+                emu.scan()
+                before = len(steps)
+                started, wall = time.perf_counter(), time.time()
+                query = stream(spark, options).to_delta(
+                    str(work / "bronze"),
+                    app_id="scheduled",
+                    checkpoint=str(work / "checkpoint"),
+                    facts_table=str(work / "facts"),
+                    trigger={"availableNow": True},
+                )
+                query.awaitTermination()
+                whole = time.perf_counter() - started
+                progress = [p for p in query.recentProgress if p["numInputRows"]]
+                if len(progress) != 1 or len(steps) != before + 1:
+                    raise SystemExit(f"run {run}: expected one batch with rows, got {progress}")
+                trigger = progress[0]["durationMs"]["triggerExecution"] / 1000
+                sink = steps[-1]["sink"] / 1000
+                # the trigger's start as Spark reports it (UTC, ms), against the call's start
+                stamp = progress[0]["timestamp"].replace("Z", "+00:00")
+                to_trigger = datetime.fromisoformat(stamp).timestamp() - wall
+                label = f"{run}" + (" (warm-up)" if run < args.warmup else "")
+                print(f"{label:>4}{whole:>9.2f}{to_trigger:>14.2f}{trigger:>11.2f}{sink:>8.2f}")
+                if run >= args.warmup:
+                    rows.append((whole, to_trigger, trigger, sink))
+    spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    medians = [statistics.median(column) for column in zip(*rows, strict=True)]
+    print(
+        f"median of {len(rows)} runs ({args.rows} rows each): whole {medians[0]:.2f} s, "
+        f"to the first trigger {medians[1]:.2f} s, trigger {medians[2]:.2f} s, "
+        f"sink {medians[3]:.2f} s"
+    )
+    measured = steps[args.warmup :]
+    names = [name for name in measured[0] if name != "sink"]
+    parts = ", ".join(f"{n} {statistics.median(s.get(n, 0) for s in measured):.0f}" for n in names)
+    print(f"the sink's steps, median ms: {parts}")
+
+
+if __name__ == "__main__":
+    main()
