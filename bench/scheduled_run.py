@@ -19,8 +19,6 @@ Needs local Spark with Delta (``make setup``).
 from __future__ import annotations
 
 import argparse
-import logging
-import re
 import shutil
 import statistics
 import tempfile
@@ -28,8 +26,10 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from _sink_steps import collect_sink_steps
 
-def main() -> None:  # noqa: PLR0915 (one straight script)
+
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--rows", type=int, default=10, help="changes per run (one commit)")
@@ -40,17 +40,7 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
     from mssql_cdc.emulator import Emulator
     from mssql_cdc.spark import get_spark
 
-    steps: list[dict[str, int]] = []
-
-    class Steps(logging.Handler):  # the sink's per-batch DEBUG line: its whole time and steps
-        def emit(self, record: logging.LogRecord) -> None:
-            found = re.findall(r"(\w+) (\d+) ms", record.getMessage())
-            if "micro-batch" in record.getMessage() and found:
-                steps.append({("sink" if n == "in" else n): int(ms) for n, ms in found})
-
-    sink_log = logging.getLogger("mssql_cdc.sink")
-    sink_log.setLevel(logging.DEBUG)
-    sink_log.addHandler(Steps())
+    steps = collect_sink_steps()
 
     work = Path(tempfile.mkdtemp(prefix="mssql-cdc-scheduled-"))
     spark = get_spark()
@@ -93,7 +83,7 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
                 if len(progress) != 1 or len(steps) != before + 1:
                     raise SystemExit(f"run {run}: expected one batch with rows, got {progress}")
                 trigger = progress[0]["durationMs"]["triggerExecution"] / 1000
-                sink = steps[-1]["sink"] / 1000
+                sink = steps[-1]["total"] / 1000
                 # the trigger's start as Spark reports it (UTC, ms), against the call's start
                 stamp = progress[0]["timestamp"].replace("Z", "+00:00")
                 to_trigger = datetime.fromisoformat(stamp).timestamp() - wall
@@ -110,7 +100,7 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
         f"sink {medians[3]:.2f} s"
     )
     measured = steps[args.warmup :]
-    names = [name for name in measured[0] if name != "sink"]
+    names = [name for name in measured[0] if name != "total"]
     parts = ", ".join(f"{n} {statistics.median(s.get(n, 0) for s in measured):.0f}" for n in names)
     print(f"the sink's steps, median ms: {parts}")
 

@@ -22,8 +22,6 @@ the whole trigger is what a stream of the sink alone spends per batch.
 from __future__ import annotations
 
 import argparse
-import logging
-import re
 import shutil
 import statistics
 import sys
@@ -31,6 +29,8 @@ import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
+
+from _sink_steps import collect_sink_steps
 
 SCHEMA = (
     "_capture_instance STRING, _start_lsn STRING, _seqval STRING, _operation INT, "
@@ -73,17 +73,7 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
     from mssql_cdc.sink.warmup import WARMER
     from mssql_cdc.spark import get_spark
 
-    steps: list[dict[str, int]] = []
-
-    class Steps(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            found = re.findall(r"(\w+) (\d+) ms", record.getMessage())
-            if "micro-batch" in record.getMessage() and found:
-                steps.append({("total" if n == "in" else n): int(ms) for n, ms in found})
-
-    sink_log = logging.getLogger("mssql_cdc.sink")
-    sink_log.setLevel(logging.DEBUG)
-    sink_log.addHandler(Steps())
+    steps = collect_sink_steps()
 
     work = Path(tempfile.mkdtemp(prefix="mssql-cdc-tiny-"))
     spark = get_spark(

@@ -128,3 +128,35 @@ def test_a_facts_table_spelling_the_target_otherwise_is_refused_before_writing(
         cdc.to_delta(str(tmp_path / "b"), "o7", str(tmp_path / "cp"), str(tmp_path / "b") + "/")
     assert spark.streams.active == []
     assert not spark.catalog.tableExists(f"{db}.orders")
+
+
+def test_a_bootstrap_that_read_the_table_checks_the_target_again_before_the_query(
+    spark, source, tmp_path, monkeypatch
+):
+    """ADR 0179: the sink of to_delta skips its first check, so a bootstrap that read the table
+    (which may take hours) is followed by a second check; one that found its snapshot is not."""
+    from mssql_cdc.pipeline import cdc_stream
+
+    calls = []
+    real = cdc_stream.check_one_target
+
+    def counting(*args, **kwargs):
+        calls.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cdc_stream, "check_one_target", counting)
+    source.sql("INSERT INTO dbo.orders VALUES (1, N'a', 1)")
+    source.scan()
+    per_run = []
+    for _ in range(2):
+        before = len(calls)
+        stream(spark, source.options()).to_delta(
+            str(tmp_path / "bronze"),
+            app_id="orders-boot",
+            checkpoint=str(tmp_path / "cp"),
+            facts_table=str(tmp_path / "facts"),
+            trigger={"availableNow": True},
+            bootstrap=True,
+        ).awaitTermination()
+        per_run.append(calls[before:])
+    assert per_run == [["orders-boot", "orders-boot"], ["orders-boot"]]

@@ -12,7 +12,7 @@ import pytest
 from mssql_cdc import Lsn
 from mssql_cdc.errors import ConnectionLostError, SqlServerError
 from mssql_cdc.options import parse_options
-from mssql_cdc.source.arrow import constant, lsn_text, scalar, timestamps
+from mssql_cdc.source.arrow import constant, lsn_text, pylist, scalar, timestamps
 from mssql_cdc.source.client import CdcClient, permission_error
 from mssql_cdc.source.clock import ServerClock, resolve_clock
 from mssql_cdc.source.offsets import format_utc, make_offset, offset_lsn
@@ -96,10 +96,13 @@ def test_lsn_text_is_vectorized_upper_hex_and_keeps_nulls():
         (True, pa.bool_()),  # not built from bytes: pa.scalar's answer
     ],
 )
-def test_scalar_from_bytes_equals_pyarrows_own(value, type_):
+def test_scalar_from_bytes_equals_pyarrows_own(value, type_, monkeypatch):
+    expected = pa.scalar(value, type_)
+    if not isinstance(value, bool):  # everything but bool is built from bytes, never converted
+        monkeypatch.setattr(pa, "scalar", lambda *a, **k: pytest.fail("pa.scalar was called"))
     built = scalar(value, type_)
     assert built.type == type_
-    assert built.equals(pa.scalar(value, type_))
+    assert built.equals(expected)
     assert built.as_py() == value
     column = constant(value, type_, 3)
     assert column.to_pylist() == [value] * 3
@@ -114,10 +117,25 @@ def test_scalar_refuses_an_integer_its_type_cannot_hold():
 
 
 def test_timestamps_from_bytes_keep_nulls_and_microseconds():
-    values = [dt.datetime(2026, 11, 1, 1, 50, 0, 7), None, dt.datetime(1969, 12, 31, 23, 59, 59)]
+    plus5 = dt.timezone(dt.timedelta(hours=5))
+    values = [
+        dt.datetime(2026, 11, 1, 1, 50, 0, 7),
+        None,
+        dt.datetime(1969, 12, 31, 23, 59, 59),
+        dt.datetime(2026, 3, 8, 2, 30, tzinfo=plus5),  # converted to UTC, as pa.array does
+    ]
     built = timestamps(values)
     assert built.equals(pa.array(values, pa.timestamp("us")))
     assert built.null_count == 1
+    assert built[3].as_py() == dt.datetime(2026, 3, 7, 21, 30)
+
+
+def test_pylist_reads_aware_timestamps_as_utc_like_to_pylist():
+    keys = pa.array([dt.datetime(2026, 1, 1, 12, 0, 0, 5), None], pa.timestamp("us", tz="UTC"))
+    table = pa.table({"k": keys, "n": pa.array([1, 2], pa.int32())})
+    rows = pylist(table)
+    assert rows == table.to_pylist()
+    assert rows[0]["k"].isoformat() == "2026-01-01T12:00:00.000005+00:00"
 
 
 PACIFIC = ServerClock(zone="America/Los_Angeles")

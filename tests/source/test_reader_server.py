@@ -167,6 +167,14 @@ snapshot = [
     for p in plan_snapshot(opts, columns, 2)
     for b in read_snapshot(opts, arrow_schema(to_struct(columns)), p)
 ]
+# the clocks' other paths, and a datetimeoffset key value as snapshot planning reads one
+import datetime as dt
+from mssql_cdc.source.arrow import pylist, timestamps
+from mssql_cdc.source.clock import ServerClock
+local = timestamps([dt.datetime(2026, 11, 1, 1, 50), dt.datetime(2026, 11, 1, 1, 10), None])
+ServerClock(offset_minutes=-180).to_utc_array(local, None)
+ServerClock(zone="America/Los_Angeles").to_utc_array(local, None)  # a fall-back hour
+pylist(pa.Table.from_arrays([local.cast(pa.timestamp("us", tz="UTC"))], names=["key"]))
 meta = ["_start_lsn", "_commit_ts", "_capture_instance"]
 rows = [pa.Table.from_batches(x).select(meta).num_rows for x in (changes, snapshot)]
 print(json.dumps({"rows": rows, "pandas": "pandas" in sys.modules}))
@@ -178,11 +186,13 @@ def test_a_new_worker_reads_without_importing_pandas(request, clock, tmp_path):
     """pyarrow imports pandas (about 0.25 s) on its first conversion of a Python value; a
     reader that asked for one paid it in every new Python worker (the planner's, each task's).
     The whole read runs in a fresh interpreter here, with every metadata column, partitions,
-    the metrics files and, for ``pacific``, commit times converted from a named zone."""
+    the metrics files and, for ``pacific``, commit times converted from a named zone; then the
+    clocks' fixed-offset and fall-back-hour paths and a ``datetimeoffset`` key value."""
     import json
     import subprocess
     import sys
 
+    pytest.importorskip("pandas")  # without it the assertion would hold trivially
     source = request.getfixturevalue("source" if clock == "server" else "pacific_source")
     for i in range(4):
         source.sql(f"INSERT INTO dbo.orders VALUES ({i}, N'n{i}', {i})")
@@ -200,3 +210,33 @@ def test_a_new_worker_reads_without_importing_pandas(request, clock, tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"rows": [7, 3], "pandas": False}
+
+
+def test_a_datetimeoffset_key_splits_into_ranges_whose_union_is_exact(source):
+    """Keyset bounds of a ``datetimeoffset`` key are read with ``arrow.pylist`` (ADR 0178) and
+    bound back as ISO text with the UTC offset; every row lands in exactly one range."""
+    source.sql("CREATE TABLE dbo.events (at datetimeoffset(7) NOT NULL PRIMARY KEY, v int)")
+    source.sql(
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'events', "
+        "@role_name = NULL"
+    )
+    # UTC values: the emulator orders and compares datetimeoffset by its local time and text,
+    # SQL Server by the instant, so only there do other offsets range the same way
+    values = ", ".join(f"('2026-03-08 01:{i:02d}:00.123 +00:00', {i})" for i in range(30))
+    source.sql(f"INSERT INTO dbo.events VALUES {values}")
+    opts = parse_options(source.options(captureInstance="dbo_events", numPartitions="3"))
+    client = CdcClient(opts)
+    columns = infer_schema(client)
+    client.close()
+    parts = plan_snapshot(opts, columns, 3)
+    assert len(parts) == 3
+    schema = arrow_schema(to_struct(columns))
+    seen = [b for p in parts for b in read_snapshot(opts, schema, p)]
+    got = pa.Table.from_batches(seen).column("v").to_pylist()
+    assert sorted(got) == list(range(30))
+    bounds = [p.lo for p in parts]
+    assert bounds == [
+        None,
+        ("2026-03-08T01:10:00.123000+00:00",),
+        ("2026-03-08T01:20:00.123000+00:00",),
+    ]

@@ -292,6 +292,10 @@ class CdcStream:
         done = run_bootstrap(
             self.spark, options, self._parsed, target=target, app_id=app_id, facts=facts
         )
+        if done.taken and facts is not None:
+            # reading the table may have taken hours since to_delta's check, and the sink's
+            # first batch does not check again (ADR 0179): check once more before the query
+            check_one_target(self.spark, app_id, target, facts)
         return done.snapshot_lsn
 
     def _sink(  # noqa: PLR0917 (one call site)

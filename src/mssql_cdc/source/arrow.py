@@ -10,11 +10,12 @@ few values the readers need are built from their bytes instead, with :func:`scal
 from __future__ import annotations
 
 import datetime as dt
+import sys
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["cast_to", "constant", "lsn_text", "scalar", "timestamps"]
+__all__ = ["cast_to", "constant", "lsn_text", "pylist", "scalar", "timestamps"]
 
 _LSN_BYTES = 10
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -33,10 +34,11 @@ def _string_array(values: list[str]) -> pa.Array:
 
 
 def _int_bytes(values: list[int], width: int, *, signed: bool = True) -> bytes:
-    """``values`` as little-endian integers of ``width`` bytes (Arrow's layout).
+    """``values`` as integers of ``width`` bytes in the machine's byte order (Arrow's in-memory
+    layout).
 
     Raises ``OverflowError`` for a value that does not fit."""
-    return b"".join(v.to_bytes(width, "little", signed=signed) for v in values)
+    return b"".join(v.to_bytes(width, sys.byteorder, signed=signed) for v in values)
 
 
 _HEX_PAIRS = _string_array([f"{i:02X}" for i in range(256)])
@@ -93,7 +95,8 @@ def _micros(value: object, type_: pa.DataType) -> int | None:
 
 
 def timestamps(values: list[dt.datetime | None]) -> pa.Array:
-    """Naive datetimes (read as UTC) as ``timestamp[us]``, NULL for ``None``; from bytes."""
+    """Datetimes as ``timestamp[us]`` (a naive one read as UTC, an aware one converted to UTC),
+    NULL for ``None``; from bytes."""
     validity = bytearray((len(values) + 7) // 8)
     micros = []
     for i, value in enumerate(values):
@@ -101,7 +104,8 @@ def timestamps(values: list[dt.datetime | None]) -> pa.Array:
             micros.append(0)
             continue
         validity[i >> 3] |= 1 << (i & 7)
-        delta = value.replace(tzinfo=None) - _EPOCH
+        utc = value if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+        delta = utc.replace(tzinfo=None) - _EPOCH
         micros.append((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
     buffers = [pa.py_buffer(bytes(validity)), pa.py_buffer(_int_bytes(micros, 8))]
     return pa.Array.from_buffers(pa.timestamp("us"), len(values), buffers)
@@ -128,6 +132,27 @@ def constant(value: object, type_: pa.DataType, length: int) -> pa.Array:
     """An array of ``length`` copies of ``value`` (NULLs for ``None``); see :func:`scalar`."""
     nulls = pa.nulls(length, type_)
     return nulls if value is None else nulls.fill_null(scalar(value, type_))
+
+
+def pylist(table: pa.Table) -> list[dict[str, object]]:
+    """``table.to_pylist()``, except that a time-zone-aware timestamp column (a
+    ``datetimeoffset`` key value, ``timestamp[us, tz=UTC]``) is read as its naive UTC values and
+    given ``datetime.timezone.utc``: pyarrow imports pandas to convert an aware timestamp."""
+    aware = [
+        (i, field.name)
+        for i, field in enumerate(table.schema)
+        if pa.types.is_timestamp(field.type) and field.type.tz is not None
+    ]
+    for i, name in aware:
+        naive = table.column(i).cast(pa.timestamp(table.schema.field(i).type.unit))
+        table = table.set_column(i, name, naive)
+    rows: list[dict[str, object]] = table.to_pylist()
+    for row in rows:
+        for _, name in aware:
+            value = row[name]
+            if isinstance(value, dt.datetime):
+                row[name] = value.replace(tzinfo=dt.timezone.utc)
+    return rows
 
 
 def cast_to(values: pa.Array, type_: pa.DataType) -> pa.Array:

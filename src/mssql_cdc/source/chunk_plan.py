@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from mssql_cdc.options import ReaderOptions
+from mssql_cdc.source.arrow import pylist
 from mssql_cdc.source.catalog import find_instance
 from mssql_cdc.source.client import CdcClient
 from mssql_cdc.source.retry import with_retry
@@ -87,7 +88,7 @@ def _plan(client: CdcClient, chunk_rows: int) -> ChunkPlan:
     while total and len(bounds) * chunk_rows < total:
         previous = bounds[-1] if bounds else None
         sql = key_seek(schema, table, key, after=previous is not None)
-        found = client.table(sql, [chunk_rows, *(previous or ())]).to_pylist()
+        found = pylist(client.table(sql, [chunk_rows, *(previous or ())]))
         if not found:
             break
         bound: list[object] = [to_bound(found[0][c], t) for c, t in key]

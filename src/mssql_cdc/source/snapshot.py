@@ -29,7 +29,7 @@ import pyarrow as pa
 from mssql_cdc._metrics import metrics_dir
 from mssql_cdc.errors import SqlServerError
 from mssql_cdc.options import ReaderOptions
-from mssql_cdc.source.arrow import cast_to, constant
+from mssql_cdc.source.arrow import cast_to, constant, pylist
 from mssql_cdc.source.catalog import find_instance
 from mssql_cdc.source.client import PERMISSION_DENIED, CapturedColumn, CdcClient
 from mssql_cdc.source.offsets import format_utc, parse_utc
@@ -178,7 +178,7 @@ def _keyset_ranges(client: CdcClient, table: tuple[str, str], key: Key, parts: i
     while step and len(bounds) < parts - 1:
         previous = bounds[-1] if bounds else None
         sql = key_seek(schema, name, key, after=previous is not None)
-        rows = client.table(sql, [step, *(previous or ())]).to_pylist()
+        rows = pylist(client.table(sql, [step, *(previous or ())]))
         if not rows:
             break
         bound = tuple(to_bound(rows[0][c], t) for c, t in key)
