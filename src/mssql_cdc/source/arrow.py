@@ -90,8 +90,13 @@ def _micros(value: object, type_: pa.DataType) -> int | None:
         value = value - _EPOCH
     if not isinstance(value, dt.timedelta):
         return None
-    micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+    micros = _whole_micros(value)
     return micros if micros % _UNIT_MICROS[type_.unit] == 0 else None
+
+
+def _whole_micros(delta: dt.timedelta) -> int:
+    """``delta`` in microseconds, exactly (no float)."""
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def timestamps(values: list[dt.datetime | None]) -> pa.Array:
@@ -105,8 +110,7 @@ def timestamps(values: list[dt.datetime | None]) -> pa.Array:
             continue
         validity[i >> 3] |= 1 << (i & 7)
         utc = value if value.tzinfo is None else value.astimezone(dt.timezone.utc)
-        delta = utc.replace(tzinfo=None) - _EPOCH
-        micros.append((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds)
+        micros.append(_whole_micros(utc.replace(tzinfo=None) - _EPOCH))
     buffers = [pa.py_buffer(bytes(validity)), pa.py_buffer(_int_bytes(micros, 8))]
     return pa.Array.from_buffers(pa.timestamp("us"), len(values), buffers)
 
