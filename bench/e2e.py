@@ -12,7 +12,7 @@ ratios, not absolute numbers):
 * ``floor``: the same rows already in memory (an Arrow table) appended to Delta.
 
     .venv/bin/python bench/e2e.py [--rows 100000] [--partitions 1 2 4] [--facts]
-        [--rows-per-commit 1000] [--rounds 2] [--whole-replies]
+        [--rows-per-commit 1000] [--rounds 2] [--whole-replies] [--max-commits-per-batch N]
 
 ``--partitions`` takes several counts: the source is loaded once, then ``to_delta`` and the
 JDBC path run once per count (``numPartitions``; the JDBC source splits on ``id``), the floor
@@ -22,7 +22,9 @@ threads used 13 of its 24 CPU seconds in a profile), and whichever path ran firs
 ``--facts`` gives ``to_delta`` a facts table (the exactly-once sink's full work per batch).
 ``--whole-replies`` adds a ``to_delta`` run per count with the emulator encoding each reply
 whole before its first packet (as before it streamed results, ADR 0175), to measure what the
-streaming changes in the same run.
+streaming changes in the same run. ``--max-commits-per-batch`` (Spark 4.2+) makes ``to_delta``'s
+run a catch-up of several micro-batches (``maxCommitsPerBatch``), each committed as in
+production: the per-batch steps then show what a batch after the first costs.
 The sink's per-step timings (its DEBUG line, docs/sink.md) are printed per batch. The
 mssql-jdbc jar is fetched with Maven (the version the driver tests pin). Prints a table and
 exits 0; a path that cannot run here is reported as n/a with the reason.
@@ -130,6 +132,13 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
         "first warms the JVM: its JIT compiles Spark's, Delta's and Parquet's code then)",
     )
     parser.add_argument(
+        "--max-commits-per-batch",
+        type=int,
+        default=None,
+        help="to_delta's maxCommitsPerBatch (Spark 4.2+): a catch-up run of several micro-batches "
+        "instead of one",
+    )
+    parser.add_argument(
         "--whole-replies",
         action="store_true",
         help="also run to_delta with the emulator encoding each reply whole before sending it "
@@ -176,6 +185,8 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
                     "captureInstance": "dbo_bench",
                     "numPartitions": str(parts),
                 }
+                if args.max_commits_per_batch:
+                    options["maxCommitsPerBatch"] = str(args.max_commits_per_batch)
                 variants = [("to_delta", False)]
                 if args.whole_replies:
                     variants.append(("to_delta whole", True))

@@ -67,6 +67,98 @@ def test_the_next_commit_finds_the_state_computed(spark, tmp_path):
         assert sorted((r["batch_id"], r["rows"]) for r in facts.collect()) == [(0, 2), (1, 2)]
 
 
+def test_within_a_batch_the_facts_commit_finds_its_state_and_nothing_is_computed_after(
+    spark, tmp_path
+):
+    """ADR 0180: a query that stops after its batches has the facts table's state computed
+    during the bronze write, and nothing computed after the batch's commits."""
+    sinks = {
+        mode: delta_sink(
+            str(tmp_path / f"bronze-{mode}"),
+            f"within-{mode}",
+            str(tmp_path / f"facts-{mode}"),
+            warm_state=mode,
+        )
+        for mode in (False, "within_batch")
+    }
+    first = [change(1, 2, 1, "a"), change(2, 2, 2, "b")]
+    second = [change(3, 4, 1, "A"), change(4, 1, 2, None)]
+    for sink in sinks.values():
+        sink(changes(spark, first), 0)
+    assert WARMER.wait_idle(120)
+    WARMER.done.clear()
+    ran = {}
+    for mode, sink in sinks.items():
+        before = _jobs(spark)
+        sink(changes(spark, second), 1)
+        ran[mode] = len(_jobs(spark) - before)  # the warmer's own jobs are in JOB_GROUP
+        assert WARMER.wait_idle(120)
+    # asked once, for the facts table, before its commit; never for bronze
+    assert list(WARMER.done) == [(str(tmp_path / "facts-within_batch"), True)]
+    cold_facts = str(tmp_path / "facts-False")
+    before = _jobs(spark)
+    assert compute_transactions(spark, cold_facts)
+    rebuild = len(_jobs(spark) - before)
+    assert rebuild > 0
+    # the facts commit found its state computed; bronze's commit built its own
+    assert ran[False] - ran["within_batch"] == rebuild, (ran, rebuild)
+    # nothing was computed after the commits: the versions batch 1 wrote still need building
+    for table in ("bronze", "facts"):
+        before = _jobs(spark)
+        assert compute_transactions(spark, str(tmp_path / f"{table}-within_batch"))
+        assert len(_jobs(spark) - before) == rebuild, table
+    for mode in sinks:
+        bronze = spark.read.format("delta").load(str(tmp_path / f"bronze-{mode}"))
+        assert sorted(r["_start_lsn"] for r in bronze.collect()) == [
+            f"0x{n:020X}" for n in (1, 2, 3, 4)
+        ]
+        facts = spark.read.format("delta").load(str(tmp_path / f"facts-{mode}"))
+        assert sorted((r["batch_id"], r["rows"]) for r in facts.collect()) == [(0, 2), (1, 2)]
+
+
+def test_warm_state_takes_a_bool_or_one_of_two_modes(tmp_path):
+    import pytest
+
+    from mssql_cdc.sink.delta import warm_mode
+
+    assert warm_mode(True) == "between_batches"
+    assert warm_mode(False) is None
+    assert warm_mode("between_batches") == "between_batches"
+    assert warm_mode("within_batch") == "within_batch"
+    target = str(tmp_path / "bronze")
+    with pytest.raises(ValueError, match=r"warm_state must be True, False, 'between_batches' or "):
+        delta_sink(target, "a", warm_state="after")
+    with pytest.raises(TypeError, match=r"warm_state must be .* got int"):
+        delta_sink(target, "a", warm_state=1)  # type: ignore[arg-type]
+
+
+def test_a_query_that_stops_after_its_batches_warms_within_each_batch():
+    from mssql_cdc.sink import warm_state_for
+
+    assert warm_state_for(None) == "between_batches"  # Spark's default: batches back to back
+    assert warm_state_for({"processingTime": "10 seconds"}) == "between_batches"
+    assert warm_state_for({"availableNow": True}) == "within_batch"
+    assert warm_state_for({"once": True}) == "within_batch"
+
+
+def test_a_withdrawn_request_is_dropped_unless_its_computation_started():
+    from mssql_cdc.sink.tables import table_ref
+
+    held = _Held()
+    warmer = _warmer(held)
+    a, b = table_ref("/data/a", "target"), table_ref("/data/b", "target")
+    warmer.request(_Session(), a)
+    assert held.started.wait(30)  # a is being computed, b waits behind it
+    warmer.request(_Session(), b)
+    assert warmer.withdraw(b) is True
+    assert warmer.withdraw(b) is False  # nothing queued any more
+    assert warmer.withdraw(a) is False  # started: left to finish (the commit waits for it)
+    held.release.set()
+    assert warmer.wait_idle(30)
+    assert held.asked == ["/data/a"]
+    assert list(warmer.done) == [("/data/a", True)]
+
+
 class _Context:
     """Records the job group the warmer's thread sets and clears."""
 

@@ -21,7 +21,7 @@ def test_only_the_app_id_to_delta_checked_skips_the_sinks_first_check(tmp_path):
             sink_id,
             facts_ref,
             False,
-            warm_state=False,
+            warm_state="within_batch",
             checked_app_id="orders",
         )
         return sink._checked

@@ -37,6 +37,7 @@ from mssql_cdc.sink import (
     compute_state_ahead,
     sink_arguments,
     table_ref,
+    warm_state_for,
 )
 from mssql_cdc.source import register
 from mssql_cdc.types import BackfillStatus, Offset, OnDataLoss
@@ -231,9 +232,7 @@ class CdcStream:
             sink_id,
             facts_ref,
             recovery.snapshot_on_switch,
-            # a query that stops after its batches would leave the last computation unused
-            # (and in flight when the application stops): ADR 0177
-            warm_state=triggers is None or "processingTime" in triggers,
+            warm_state=warm_state_for(triggers),  # ADR 0177, 0180
             checked_app_id=app,
         )
         if metrics is not None:
@@ -307,7 +306,7 @@ class CdcStream:
         facts_ref: TableRef | None,
         snapshot_on_switch: bool,
         *,
-        warm_state: bool,
+        warm_state: str,
         checked_app_id: str,
     ) -> tuple[str | None, Callable[[DataFrame, int], None]]:
         """The stream's metrics directory (``metricsPath`` popped from ``options``) and its

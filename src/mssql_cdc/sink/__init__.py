@@ -61,7 +61,7 @@ from mssql_cdc.sink.control import (
     read_silver_positions,
     read_verdict,
 )
-from mssql_cdc.sink.delta import DeltaSink, delta_sink
+from mssql_cdc.sink.delta import DeltaSink, delta_sink, warm_state_for
 from mssql_cdc.sink.facts import parse_utc, utc_now
 from mssql_cdc.sink.facts_table import (
     bootstrap_lsn,
@@ -151,6 +151,7 @@ __all__ = [
     "switch_app_id",
     "table_ref",
     "utc_now",
+    "warm_state_for",
     "with_sink_columns",
     "write_bootstrap",
     "write_chunked_open",

@@ -25,7 +25,10 @@ Everything runs on the driver, once per micro-batch, in this order (docs/sink.md
 
 Once the batch's commits (steps 3 and 5) are done, the tables committed to are handed to
 ``warmup.WARMER``, which has Delta compute the state of the versions just written on a
-background thread, so that the next batch's commits do not build it first (ADR 0177).
+background thread, so that the next batch's commits do not build it first (ADR 0177). In a
+query that stops after its batches (``warm_state="within_batch"``) nothing is computed after
+the commits; the facts table's state is computed during the batch's bronze write instead, for
+the facts commit that follows it (ADR 0180).
 
 Steps 1-6 are timed; the sink logs them per batch at DEBUG under ``mssql_cdc.sink``. Within a
 run the sink remembers what it learnt: the tables checked and seen to exist (created tables
@@ -42,7 +45,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -76,9 +79,57 @@ from mssql_cdc.sink.warmup import WARMER
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["DeltaSink", "delta_sink"]
+__all__ = [
+    "WARM_BETWEEN_BATCHES",
+    "WARM_WITHIN_BATCH",
+    "DeltaSink",
+    "delta_sink",
+    "warm_mode",
+    "warm_state_for",
+]
 
 log = logging.getLogger("mssql_cdc.sink")
+
+#: ``warm_state``: after a batch's commits, both tables' state for the next batch (ADR 0177)
+WARM_BETWEEN_BATCHES = "between_batches"
+#: ``warm_state``: during a batch's bronze write, the facts table's state for its facts commit;
+#: nothing after the commits (a query that stops after its batches; ADR 0180)
+WARM_WITHIN_BATCH = "within_batch"
+_WARM_MODES = (WARM_BETWEEN_BATCHES, WARM_WITHIN_BATCH)
+
+
+def warm_mode(value: object) -> str | None:
+    """The ``warm_state`` argument as one of :data:`_WARM_MODES` or ``None`` (off): ``True`` is
+    :data:`WARM_BETWEEN_BATCHES`, ``False`` off.
+
+    Raises:
+        TypeError: neither a bool nor a str.
+        ValueError: a str that is not one of the modes.
+    """
+    if isinstance(value, bool):
+        return WARM_BETWEEN_BATCHES if value else None
+    if not isinstance(value, str):
+        raise TypeError(
+            f"warm_state must be True, False, {WARM_BETWEEN_BATCHES!r} or {WARM_WITHIN_BATCH!r}, "
+            f"got {type(value).__name__}"
+        )
+    if value not in _WARM_MODES:
+        raise ValueError(
+            f"warm_state must be True, False, {WARM_BETWEEN_BATCHES!r} or {WARM_WITHIN_BATCH!r}, "
+            f"got {value!r}"
+        )
+    return value
+
+
+def warm_state_for(trigger: Mapping[str, object] | None) -> str:
+    """The ``warm_state`` for a query with ``trigger`` (checked ``DataStreamWriter.trigger``
+    arguments; ``None``: Spark's default): :data:`WARM_BETWEEN_BATCHES` for a query that keeps
+    running (the default trigger, ``processingTime``), :data:`WARM_WITHIN_BATCH` for one that
+    stops after its batches (``availableNow``, ``once``), where a computation after the last
+    commits would be left unused, and still running when the application stops Spark."""
+    if trigger is None or "processingTime" in trigger:
+        return WARM_BETWEEN_BATCHES
+    return WARM_WITHIN_BATCH
 
 
 class _Steps:
@@ -104,7 +155,7 @@ def delta_sink(
     *,
     metrics_path: str | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
-    warm_state: bool = True,
+    warm_state: bool | str = True,
 ) -> Callable[[DataFrame, int], None]:
     """Returns the ``foreachBatch`` function that writes a CDC stream into Delta exactly once.
 
@@ -121,10 +172,14 @@ def delta_sink(
         checkpoint: the query's checkpoint location; the sink reads each batch's end offset
             from Spark's offset log there, so that an empty batch records where it ended and a
             rewound checkpoint is told from a replay (``to_delta`` passes it).
-        warm_state: after each batch's commits, have Delta compute the tables' state for the
-            next batch's commits on a background thread of the driver (classic Spark only; ADR
-            0177). Pass False for a query that runs one batch and stops (``once``), or where
-            no Spark job may run outside the query's own.
+        warm_state: when to have Delta compute the tables' state ahead of the sink's commits,
+            on a background thread of the driver (classic Spark with open-source Delta only).
+            ``True`` or ``"between_batches"``: after each batch's commits, for the next batch's
+            (a query that keeps running: ``processingTime``; ADR 0177). ``"within_batch"``:
+            the facts table's during each batch's bronze write, for its facts commit, and
+            nothing after the commits (a query that stops after its batches: ``availableNow``,
+            ``once``; ADR 0180). ``False``: never (where no Spark job may run outside the
+            query's own).
 
     Returns:
         A callable ``(df, batch_id) -> None`` for ``DataStreamWriter.foreachBatch``; it runs on
@@ -132,8 +187,9 @@ def delta_sink(
 
     Raises:
         TypeError: an argument has the wrong type.
-        ValueError: an empty ``app_id`` or table, ``facts_table`` equal to ``target``, or a
-            ``metrics_path`` that cannot be opened (see ``mssql_cdc._metrics.metrics_dir``).
+        ValueError: an empty ``app_id`` or table, ``facts_table`` equal to ``target``, a
+            ``warm_state`` string that is not one of the two modes, or a ``metrics_path`` that
+            cannot be opened (see ``mssql_cdc._metrics.metrics_dir``).
             The returned function raises ``ValueError``, before writing, on the first batch of
             a checkpoint that was deleted or rewound under the same ``app_id``, when the facts
             table is the target in another spelling, or when the facts table records the
@@ -148,8 +204,7 @@ def delta_sink(
         raise TypeError(f"checkpoint must be a path (str), got {type(checkpoint).__name__}")
     if checkpoint is not None and not checkpoint.strip():
         raise ValueError("checkpoint is empty; give the query's checkpointLocation or None")
-    if not isinstance(warm_state, bool):
-        raise TypeError(f"warm_state must be True or False, got {type(warm_state).__name__}")
+    warm_mode(warm_state)
     metrics = None if metrics_path is None else metrics_dir(metrics_path)
     return DeltaSink(target_ref, app_id, facts_ref, metrics, checkpoint, warm_state=warm_state)
 
@@ -169,7 +224,7 @@ class DeltaSink:
         metrics: MetricsDir | None,
         checkpoint: str | None = None,
         *,
-        warm_state: bool = True,
+        warm_state: bool | str = True,
         identity_checked: bool = False,
     ) -> None:
         """Args as :func:`delta_sink`'s (checked there); ``identity_checked``: the caller has
@@ -184,7 +239,7 @@ class DeltaSink:
         self._expected: int | None = None
         self._existing: set[TableRef] = set()
         self._warned_no_metrics = False
-        self._warm_state = warm_state
+        self._warm_state = warm_mode(warm_state)
 
     def __repr__(self) -> str:
         return (
@@ -232,10 +287,12 @@ class DeltaSink:
                     self.target.text,
                 )
             elif counts is None:  # the counts come from the write (which may create the target)
+                self._warm_facts_ahead(spark)
                 counts = self._write(spark, df, batch_id, observe=self.facts is not None)
                 committed.append(self.target)
                 steps.lap("bronze")
             elif counts.rows:
+                self._warm_facts_ahead(spark)
                 self._write(spark, df, batch_id, observe=False)
                 committed.append(self.target)
                 steps.lap("bronze")
@@ -327,10 +384,17 @@ class DeltaSink:
     def _warm(self, spark: SparkSession, tables: list[TableRef]) -> None:
         """Has the states of the tables this batch committed to computed for the next batch's
         commits, in the background, once this batch's commits are done: a computation beside
-        the facts commit slowed it more than it gained."""
-        if self._warm_state:
+        the facts commit slowed it more than it gained (``between_batches``, ADR 0177)."""
+        if self._warm_state == WARM_BETWEEN_BATCHES:
             for table in tables:
                 WARMER.request(spark, table)
+
+    def _warm_facts_ahead(self, spark: SparkSession) -> None:
+        """Has the facts table's state computed in the background while the bronze write that
+        precedes the facts commit runs (``within_batch``, ADR 0180): Delta needs it at the start
+        of the facts commit (its transaction id), bronze's at the start of the write itself."""
+        if self._warm_state == WARM_WITHIN_BATCH and self.facts is not None:
+            WARMER.request(spark, self.facts)
 
     def _check_columns(self, df: DataFrame) -> None:
         clash = clashing_columns(df.columns)
@@ -475,6 +539,10 @@ class DeltaSink:
                 target=self.target.text,
                 written_at=written_at,
             )
+        if self._warm_state == WARM_WITHIN_BATCH:
+            # not started by now: the commit builds the state itself (and a computation started
+            # after the commit would be of the version it writes, of no use to this run)
+            WARMER.withdraw(facts)
         append_facts(
             spark,
             facts,

@@ -134,6 +134,17 @@ class StateWarmer:
                 self._thread.start()
             self._cond.notify_all()
 
+    def withdraw(self, ref: TableRef) -> bool:
+        """Drops ``ref``'s queued request unless its computation has started; True if one was
+        dropped (driver, just before a commit to ``ref``: the commit builds the state itself,
+        and a computation started after it would be of the version it writes). A computation
+        already started is left to finish: it is of the version the commit reads, and the
+        commit waits for it instead of building the state a second time."""
+        with self._cond:
+            dropped = self._pending.pop(ref.text, None) is not None
+            self._cond.notify_all()
+        return dropped
+
     def wait_idle(self, timeout: float) -> bool:
         """True once nothing is queued or being computed; False after ``timeout`` seconds."""
         with self._cond:
