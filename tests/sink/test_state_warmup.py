@@ -17,31 +17,56 @@ def _jobs(spark, group=None) -> set[int]:
     return set(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
 
 
-def test_the_next_commit_finds_the_state_computed(spark, tmp_path):
-    sinks = {
-        warm: delta_sink(
-            str(tmp_path / f"bronze-{warm}"),
-            f"warm-{warm}",
-            str(tmp_path / f"facts-{warm}"),
-            warm_state=warm,
+#: two micro-batches of two changes each
+FIRST = [change(1, 2, 1, "a"), change(2, 2, 2, "b")]
+SECOND = [change(3, 4, 1, "A"), change(4, 1, 2, None)]
+
+
+def _sinks(tmp_path, name, modes):
+    """One sink per ``warm_state`` mode, each with its own bronze and facts table."""
+    return {
+        mode: delta_sink(
+            str(tmp_path / f"bronze-{mode}"),
+            f"{name}-{mode}",
+            str(tmp_path / f"facts-{mode}"),
+            warm_state=mode,
         )
-        for warm in (False, True)
+        for mode in modes
     }
-    first = [change(1, 2, 1, "a"), change(2, 2, 2, "b")]
-    second = [change(3, 4, 1, "A"), change(4, 1, 2, None)]
+
+
+def _second_batch_jobs(spark, sinks) -> dict[object, int]:
+    """Each sink's batch 1 (``SECOND``): the Spark jobs it ran itself, per mode (the warmer's
+    own jobs are in ``JOB_GROUP``, not counted), the warmer idle after each."""
+    ran = {}
+    for mode, sink in sinks.items():
+        before = _jobs(spark)
+        sink(changes(spark, SECOND), 1)
+        ran[mode] = len(_jobs(spark) - before)
+        assert WARMER.wait_idle(120)
+    return ran
+
+
+def _assert_both_batches_landed(spark, tmp_path, modes):
+    for mode in modes:
+        bronze = spark.read.format("delta").load(str(tmp_path / f"bronze-{mode}"))
+        assert sorted(r["_start_lsn"] for r in bronze.collect()) == [
+            f"0x{n:020X}" for n in (1, 2, 3, 4)
+        ]
+        facts = spark.read.format("delta").load(str(tmp_path / f"facts-{mode}"))
+        assert sorted((r["batch_id"], r["rows"]) for r in facts.collect()) == [(0, 2), (1, 2)]
+
+
+def test_the_next_commit_finds_the_state_computed(spark, tmp_path):
+    sinks = _sinks(tmp_path, "warm", (False, True))
     for sink in sinks.values():
-        sink(changes(spark, first), 0)
+        sink(changes(spark, FIRST), 0)
     assert WARMER.wait_idle(120)
     assert (str(tmp_path / "bronze-True"), True) in WARMER.done
     assert (str(tmp_path / "facts-True"), True) in WARMER.done
     assert not any("False" in table for table, _ in WARMER.done)
 
-    ran = {}
-    for warm, sink in sinks.items():
-        before = _jobs(spark)
-        sink(changes(spark, second), 1)
-        ran[warm] = len(_jobs(spark) - before)  # the warmer's own jobs are in JOB_GROUP
-    assert WARMER.wait_idle(120)
+    ran = _second_batch_jobs(spark, sinks)
     assert _jobs(spark, JOB_GROUP)
     # what building one version's state costs here (open-source Delta: one to three jobs, with
     # the session's settings); a second ask is answered from the snapshot
@@ -56,15 +81,9 @@ def test_the_next_commit_finds_the_state_computed(spark, tmp_path):
     assert rebuild > 0
     assert ran[False] - ran[True] == 2 * rebuild, (ran, rebuild)
     # a replay of batch 1 after the state was computed is still skipped by Delta
-    sinks[True](changes(spark, second), 1)
+    sinks[True](changes(spark, SECOND), 1)
     assert WARMER.wait_idle(120)
-    for warm in (False, True):
-        bronze = spark.read.format("delta").load(str(tmp_path / f"bronze-{warm}"))
-        assert sorted(r["_start_lsn"] for r in bronze.collect()) == [
-            f"0x{n:020X}" for n in (1, 2, 3, 4)
-        ]
-        facts = spark.read.format("delta").load(str(tmp_path / f"facts-{warm}"))
-        assert sorted((r["batch_id"], r["rows"]) for r in facts.collect()) == [(0, 2), (1, 2)]
+    _assert_both_batches_landed(spark, tmp_path, sinks)
 
 
 def test_within_a_batch_the_facts_commit_finds_its_state_and_nothing_is_computed_after(
@@ -72,27 +91,12 @@ def test_within_a_batch_the_facts_commit_finds_its_state_and_nothing_is_computed
 ):
     """ADR 0180: a query that stops after its batches has the facts table's state computed
     during the bronze write, and nothing computed after the batch's commits."""
-    sinks = {
-        mode: delta_sink(
-            str(tmp_path / f"bronze-{mode}"),
-            f"within-{mode}",
-            str(tmp_path / f"facts-{mode}"),
-            warm_state=mode,
-        )
-        for mode in (False, "within_batch")
-    }
-    first = [change(1, 2, 1, "a"), change(2, 2, 2, "b")]
-    second = [change(3, 4, 1, "A"), change(4, 1, 2, None)]
+    sinks = _sinks(tmp_path, "within", (False, "within_batch"))
     for sink in sinks.values():
-        sink(changes(spark, first), 0)
+        sink(changes(spark, FIRST), 0)
     assert WARMER.wait_idle(120)
     WARMER.done.clear()
-    ran = {}
-    for mode, sink in sinks.items():
-        before = _jobs(spark)
-        sink(changes(spark, second), 1)
-        ran[mode] = len(_jobs(spark) - before)  # the warmer's own jobs are in JOB_GROUP
-        assert WARMER.wait_idle(120)
+    ran = _second_batch_jobs(spark, sinks)
     # asked once, for the facts table, before its commit; never for bronze
     assert list(WARMER.done) == [(str(tmp_path / "facts-within_batch"), True)]
     cold_facts = str(tmp_path / "facts-False")
@@ -107,13 +111,7 @@ def test_within_a_batch_the_facts_commit_finds_its_state_and_nothing_is_computed
         before = _jobs(spark)
         assert compute_transactions(spark, str(tmp_path / f"{table}-within_batch"))
         assert len(_jobs(spark) - before) == rebuild, table
-    for mode in sinks:
-        bronze = spark.read.format("delta").load(str(tmp_path / f"bronze-{mode}"))
-        assert sorted(r["_start_lsn"] for r in bronze.collect()) == [
-            f"0x{n:020X}" for n in (1, 2, 3, 4)
-        ]
-        facts = spark.read.format("delta").load(str(tmp_path / f"facts-{mode}"))
-        assert sorted((r["batch_id"], r["rows"]) for r in facts.collect()) == [(0, 2), (1, 2)]
+    _assert_both_batches_landed(spark, tmp_path, sinks)
 
 
 def test_warm_state_takes_a_bool_or_one_of_two_modes(tmp_path):
