@@ -87,10 +87,19 @@ def test_the_next_commit_finds_the_state_computed(spark, tmp_path):
 
 
 def test_within_a_batch_the_facts_commit_finds_its_state_and_nothing_is_computed_after(
-    spark, tmp_path
+    spark, tmp_path, monkeypatch
 ):
     """ADR 0180: a query that stops after its batches has the facts table's state computed
     during the bronze write, and nothing computed after the batch's commits."""
+    import mssql_cdc.sink.delta as sink_module
+
+    appended = sink_module.append_bronze
+
+    def append_once_computed(*args, **kwargs):  # the computation ends before the write, here
+        assert WARMER.wait_idle(120)
+        appended(*args, **kwargs)
+
+    monkeypatch.setattr(sink_module, "append_bronze", append_once_computed)
     sinks = _sinks(tmp_path, "within", (False, "within_batch"))
     for sink in sinks.values():
         sink(changes(spark, FIRST), 0)
@@ -112,6 +121,30 @@ def test_within_a_batch_the_facts_commit_finds_its_state_and_nothing_is_computed
         assert compute_transactions(spark, str(tmp_path / f"{table}-within_batch"))
         assert len(_jobs(spark) - before) == rebuild, table
     _assert_both_batches_landed(spark, tmp_path, sinks)
+
+
+def test_within_a_batch_a_request_not_started_by_the_facts_commit_is_withdrawn(
+    spark, tmp_path, monkeypatch
+):
+    """The facts request waits behind another table's computation until the facts commit: the
+    sink withdraws it, so no computation of the facts table starts after its commit."""
+    import mssql_cdc.sink.delta as sink_module
+    from mssql_cdc.sink.tables import table_ref
+
+    held = _Held()
+    warmer = _warmer(held)
+    monkeypatch.setattr(sink_module, "WARMER", warmer)
+    warmer.request(spark, table_ref("/data/elsewhere", "target"))
+    assert held.started.wait(30)
+    sink = delta_sink(
+        str(tmp_path / "bronze"), "withdrawn", str(tmp_path / "facts"), warm_state="within_batch"
+    )
+    sink(changes(spark, FIRST), 0)
+    held.release.set()
+    assert warmer.wait_idle(30)
+    assert held.asked == ["/data/elsewhere"]
+    facts = spark.read.format("delta").load(str(tmp_path / "facts"))
+    assert [(r["batch_id"], r["rows"]) for r in facts.collect()] == [(0, 2)]
 
 
 def test_warm_state_takes_a_bool_or_one_of_two_modes(tmp_path):
@@ -139,22 +172,37 @@ def test_a_query_that_stops_after_its_batches_warms_within_each_batch():
     assert warm_state_for({"once": True}) == "within_batch"
 
 
-def test_a_withdrawn_request_is_dropped_unless_its_computation_started():
+def test_a_withdrawn_request_is_dropped_and_a_started_one_finished_first():
     from mssql_cdc.sink.tables import table_ref
 
     held = _Held()
     warmer = _warmer(held)
-    a, b = table_ref("/data/a", "target"), table_ref("/data/b", "target")
-    warmer.request(_Session(), a)
-    assert held.started.wait(30)  # a is being computed, b waits behind it
-    warmer.request(_Session(), b)
-    assert warmer.withdraw(b) is True
-    assert warmer.withdraw(b) is False  # nothing queued any more
-    assert warmer.withdraw(a) is False  # started: left to finish (the commit waits for it)
+    a, b, c = (table_ref(f"/data/{n}", "target") for n in "abc")
+    query, other = _Session(group="run-1"), _Session(group="run-2")
+    warmer.request(query, a)
+    assert held.started.wait(30)  # a is being computed, b and c wait behind it
+    warmer.request(query, b)
+    warmer.request(other, c)
+    assert warmer.withdraw(query, b) is True
+    assert warmer.withdraw(query, b) is False  # nothing queued any more
+    # c was queued by another query (a shared facts table): left for it
+    assert warmer.withdraw(query, c) is False
+    # a has started: the withdrawal waits for it to finish, so that nothing of a's is computed
+    # once the commit that follows begins
+    returned = threading.Event()
+    answers = []
+    waiting = threading.Thread(
+        target=lambda: (answers.append(warmer.withdraw(query, a)), returned.set())
+    )
+    waiting.start()
+    assert not returned.wait(0.5)
     held.release.set()
+    assert returned.wait(30)
+    waiting.join(30)
+    assert answers == [False]
     assert warmer.wait_idle(30)
-    assert held.asked == ["/data/a"]
-    assert list(warmer.done) == [("/data/a", True)]
+    assert held.asked == ["/data/a", "/data/c"]
+    assert list(warmer.done) == [("/data/a", True), ("/data/c", True)]
 
 
 class _Context:

@@ -32,6 +32,7 @@ from mssql_cdc.pipeline.recovery import Generation, live_generation
 from mssql_cdc.sink import (
     DeltaSink,
     TableRef,
+    WarmState,
     check_facts_not_target,
     check_one_target,
     compute_state_ahead,
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
     from mssql_cdc._native import Lsn
-
 __all__ = ["CdcStream", "stream"]
 
 log = logging.getLogger("mssql_cdc.pipeline")
@@ -306,7 +306,7 @@ class CdcStream:
         facts_ref: TableRef | None,
         snapshot_on_switch: bool,
         *,
-        warm_state: str,
+        warm_state: WarmState,
         checked_app_id: str,
     ) -> tuple[str | None, Callable[[DataFrame, int], None]]:
         """The stream's metrics directory (``metricsPath`` popped from ``options``) and its

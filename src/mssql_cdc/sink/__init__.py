@@ -61,7 +61,7 @@ from mssql_cdc.sink.control import (
     read_silver_positions,
     read_verdict,
 )
-from mssql_cdc.sink.delta import DeltaSink, delta_sink, warm_state_for
+from mssql_cdc.sink.delta import DeltaSink, WarmState, delta_sink, warm_state_for
 from mssql_cdc.sink.facts import parse_utc, utc_now
 from mssql_cdc.sink.facts_table import (
     bootstrap_lsn,
@@ -102,6 +102,7 @@ __all__ = [
     "SnapshotEvents",
     "TableKind",
     "TableRef",
+    "WarmState",
     "append_report",
     "bootstrap_lsn",
     "bronze_app_id",

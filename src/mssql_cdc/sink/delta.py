@@ -47,7 +47,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final, Literal
 
 from mssql_cdc._metrics import MetricsDir, metrics_dir
 from mssql_cdc.sink.app_ids import bronze_app_id, facts_app_id
@@ -83,6 +83,7 @@ __all__ = [
     "WARM_BETWEEN_BATCHES",
     "WARM_WITHIN_BATCH",
     "DeltaSink",
+    "WarmState",
     "delta_sink",
     "warm_mode",
     "warm_state_for",
@@ -90,15 +91,17 @@ __all__ = [
 
 log = logging.getLogger("mssql_cdc.sink")
 
+#: when the sink has Delta compute its tables' state ahead of its commits
+WarmState = Literal["between_batches", "within_batch"]
 #: ``warm_state``: after a batch's commits, both tables' state for the next batch (ADR 0177)
-WARM_BETWEEN_BATCHES = "between_batches"
+WARM_BETWEEN_BATCHES: Final = "between_batches"
 #: ``warm_state``: during a batch's bronze write, the facts table's state for its facts commit;
 #: nothing after the commits (a query that stops after its batches; ADR 0180)
-WARM_WITHIN_BATCH = "within_batch"
-_WARM_MODES = (WARM_BETWEEN_BATCHES, WARM_WITHIN_BATCH)
+WARM_WITHIN_BATCH: Final = "within_batch"
+_WARM_MODES: tuple[WarmState, ...] = (WARM_BETWEEN_BATCHES, WARM_WITHIN_BATCH)
 
 
-def warm_mode(value: object) -> str | None:
+def warm_mode(value: object) -> WarmState | None:
     """The ``warm_state`` argument as one of :data:`_WARM_MODES` or ``None`` (off): ``True`` is
     :data:`WARM_BETWEEN_BATCHES`, ``False`` off.
 
@@ -113,15 +116,16 @@ def warm_mode(value: object) -> str | None:
             f"warm_state must be True, False, {WARM_BETWEEN_BATCHES!r} or {WARM_WITHIN_BATCH!r}, "
             f"got {type(value).__name__}"
         )
-    if value not in _WARM_MODES:
-        raise ValueError(
-            f"warm_state must be True, False, {WARM_BETWEEN_BATCHES!r} or {WARM_WITHIN_BATCH!r}, "
-            f"got {value!r}"
-        )
-    return value
+    for mode in _WARM_MODES:
+        if value == mode:
+            return mode
+    raise ValueError(
+        f"warm_state must be True, False, {WARM_BETWEEN_BATCHES!r} or {WARM_WITHIN_BATCH!r}, "
+        f"got {value!r}"
+    )
 
 
-def warm_state_for(trigger: Mapping[str, object] | None) -> str:
+def warm_state_for(trigger: Mapping[str, object] | None) -> WarmState:
     """The ``warm_state`` for a query with ``trigger`` (checked ``DataStreamWriter.trigger``
     arguments; ``None``: Spark's default): :data:`WARM_BETWEEN_BATCHES` for a query that keeps
     running (the default trigger, ``processingTime``), :data:`WARM_WITHIN_BATCH` for one that
@@ -540,9 +544,9 @@ class DeltaSink:
                 written_at=written_at,
             )
         if self._warm_state == WARM_WITHIN_BATCH:
-            # not started by now: the commit builds the state itself (and a computation started
-            # after the commit would be of the version it writes, of no use to this run)
-            WARMER.withdraw(facts)
+            # not started by now: the commit builds the state itself; started: it is finished
+            # first. None starts after the commit (of the version it writes, of no use here)
+            WARMER.withdraw(spark, facts)
         append_facts(
             spark,
             facts,

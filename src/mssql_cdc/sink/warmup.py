@@ -50,6 +50,9 @@ log = logging.getLogger("mssql_cdc.sink")
 JOB_GROUP = "mssql_cdc-delta-state"
 #: the job description Spark's UI shows for them
 DESCRIPTION = "mssql_cdc: Delta table state for the sink's next commit"
+#: the longest :meth:`StateWarmer.withdraw` waits for a computation of its table that started
+#: (the commit after it would wait as long for Delta's lock on the same state)
+WITHDRAW_WAIT = 600.0
 
 
 def _first_line(exc: BaseException) -> str:
@@ -112,6 +115,8 @@ class StateWarmer:
         self._cond = threading.Condition()
         self._pending: dict[str, _Request] = {}
         self._busy = False
+        #: the table whose state is being computed (``TableRef.text``), if any
+        self._current: str | None = None
         self._thread: threading.Thread | None = None
         #: the latest tables done and whether their state was computed (False: not a table, no
         #: JVM classes, or it failed), newest last
@@ -134,15 +139,22 @@ class StateWarmer:
                 self._thread.start()
             self._cond.notify_all()
 
-    def withdraw(self, ref: TableRef) -> bool:
-        """Drops ``ref``'s queued request unless its computation has started; True if one was
-        dropped (driver, just before a commit to ``ref``: the commit builds the state itself,
-        and a computation started after it would be of the version it writes). A computation
-        already started is left to finish: it is of the version the commit reads, and the
-        commit waits for it instead of building the state a second time."""
+    def withdraw(self, spark: SparkSession, ref: TableRef, timeout: float = WITHDRAW_WAIT) -> bool:
+        """Driver, just before a commit to ``ref`` (ADR 0180): drops the request for ``ref``
+        that the calling thread's job group queued, if its computation has not started, and
+        waits (up to ``timeout`` seconds) for a computation of ``ref`` that has started. So no
+        computation of ``ref`` starts after the commit (it would be of the version the commit
+        writes); the one that started before it is of the version the commit reads, which the
+        commit would wait for anyway. A request another query queued for the same table (a
+        shared facts table) is left queued. Returns True if a request was dropped."""
+        group = _local_property(spark, "spark.jobGroup.id")
         with self._cond:
-            dropped = self._pending.pop(ref.text, None) is not None
-            self._cond.notify_all()
+            queued = self._pending.get(ref.text)
+            dropped = queued is not None and queued.group == group
+            if dropped:
+                del self._pending[ref.text]
+                self._cond.notify_all()
+            self._cond.wait_for(lambda: self._current != ref.text, timeout)
         return dropped
 
     def wait_idle(self, timeout: float) -> bool:
@@ -157,6 +169,7 @@ class StateWarmer:
                 key = next(iter(self._pending))
                 asked = self._pending.pop(key)
                 self._busy = True
+                self._current = key
             try:
                 self._warm(asked)
             except BaseException as exc:  # never let the thread die with work queued
@@ -164,6 +177,7 @@ class StateWarmer:
             finally:
                 with self._cond:
                     self._busy = False
+                    self._current = None
                     self._cond.notify_all()
 
     def _warm(self, asked: _Request) -> None:
