@@ -106,6 +106,7 @@ SPARK_MINOR_TESTS ?= \
   tests/source/test_stream_spark.py::test_snapshot_source_reads_current_rows_stamped_with_max_lsn \
   tests/source/test_stream_spark_legacy.py \
   tests/sink/test_delta_sink.py::test_an_empty_first_batch_writes_a_facts_row_and_no_bronze_table \
+  tests/sink/test_local_rows.py \
   tests/sink/test_state_warmup.py::test_the_next_commit_finds_the_state_computed \
   tests/sink/test_state_warmup.py::test_within_a_batch_the_facts_commit_finds_its_state_and_nothing_is_computed_after \
   tests/pipeline/test_to_delta.py::test_smallest_stream_writes_the_history_once_with_a_facts_row_per_batch

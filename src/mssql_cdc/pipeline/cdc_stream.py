@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
     from mssql_cdc._native import Lsn
+
 __all__ = ["CdcStream", "stream"]
 
 log = logging.getLogger("mssql_cdc.pipeline")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from mssql_cdc.sink.app_ids import BOOTSTRAP_VERSION, events_app_id, resnapshot_version
 from mssql_cdc.sink.facts import bootstrap_row, resnapshot_row, snapshot_open_row, utc_now
+from mssql_cdc.sink.local_rows import rows_frame
 from mssql_cdc.sink.schemas import FACTS
 from mssql_cdc.sink.tables import TableRef, ensure_table, same_table, table_ref
 
@@ -67,7 +68,7 @@ def append_facts(
         seen: see ``tables.ensure_table``.
     """
     ensure_facts_table(spark, facts, seen=seen)
-    df = spark.createDataFrame(list(rows), FACTS.ddl)
+    df = rows_frame(spark, FACTS, rows)
     if txn is None:
         facts.append_untracked(df)
         return

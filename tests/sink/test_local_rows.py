@@ -1,0 +1,110 @@
+"""``local_rows.rows_frame``: the facts rows the driver builds, handed to Spark as one Arrow
+table (ADR 0181), give the schema and values ``createDataFrame`` from tuples gives."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from mssql_cdc.sink.facts import BatchCounts, FoldedMetrics, batch_row, event_rows
+from mssql_cdc.sink.local_rows import rows_frame
+from mssql_cdc.sink.schemas import FACTS, TableKind
+
+WHEN = datetime(2026, 12, 3, 23, 59, 58, 123456)  # naive UTC, microseconds kept
+
+
+def _rows() -> list[tuple[object, ...]]:
+    """A batch row with every metric set, one with most left NULL, and event rows."""
+    full = batch_row(
+        app_id="orders",
+        batch_id=2**62,
+        counts=BatchCounts(
+            rows=3,
+            min_lsn="0x0000002A000001F00003",
+            max_lsn="0x0000002A000001F80004",
+            min_commit_ts=datetime(1753, 1, 1),
+            max_commit_ts=datetime(9999, 12, 31, 23, 59, 59, 997000),
+            deletes=1,
+            inserts=1,
+            updates=1,
+        ),
+        metrics=FoldedMetrics(
+            source_rtt_ms=0.25,
+            read_seconds=1e-9,
+            read_mb=123456.789,
+            network_wait_ms=-1,
+            retention_watermark_ts=WHEN,
+            retention_headroom_hours=71.5,
+            source_max_commit_ts=WHEN,
+            capture_lag_seconds=0.0,
+            ingestion_lag_seconds=float("inf"),
+            end_lsn="0x0000002A000001F80004",
+            end_commit_ts=WHEN,
+            warnings=["a warning, with ünïcödé"],
+        ),
+        started_at=WHEN,
+        duration_ms=0,
+        target="main.sales.orders_bronze",
+        written_at=WHEN,
+    )
+    empty = batch_row(
+        app_id="orders",
+        batch_id=0,
+        counts=BatchCounts(rows=0),
+        metrics=FoldedMetrics(),
+        started_at=WHEN,
+        duration_ms=7,
+        target="/Volumes/main/raw/bronze",
+        written_at=WHEN,
+    )
+    events = event_rows(
+        app_id="orders",
+        batch_id=0,
+        events=[
+            {
+                "kind": "data_skipped",
+                "from": "0x00000029000000100001",
+                "commit_ts": "2026-12-03T10:00:00+01:00",
+                "lost_from_ts": "2026-12-01T00:00:00Z",
+                "lost_to_ts": "2026-12-02T00:00:00",
+            },
+            {
+                "kind": "schema_change",
+                "lsn": "0x0000002A000000100001",
+                "commit_ts": "2026-12-03T10:00:01.5Z",
+            },
+        ],
+        target="/Volumes/main/raw/bronze",
+        written_at=WHEN,
+    )
+    return [full, empty, *events]
+
+
+def test_the_arrow_frame_equals_the_one_from_tuples(spark):
+    rows = _rows()
+    assert len(rows) == 4
+    ours = rows_frame(spark, FACTS, rows)
+    theirs = spark.createDataFrame(rows, FACTS.ddl)
+    assert ours.schema == theirs.schema
+    assert ours.collect() == theirs.collect()
+    first = ours.collect()[0]
+    assert first["batch_id"] == 2**62
+    assert first["max_commit_ts"] == datetime(9999, 12, 31, 23, 59, 59, 997000)
+    assert first["written_at"] == WHEN
+    assert first["ingestion_lag_seconds"] == float("inf")
+    assert [r["event"] for r in ours.collect()] == [None, None, "data_skipped", "schema_change"]
+    assert ours.collect()[2]["min_commit_ts"] == datetime(2026, 12, 3, 9, 0, 0)
+    assert rows_frame(spark, FACTS, []).count() == 0
+
+
+def test_a_bad_row_is_named_before_spark_is_asked():
+    row = list(_rows()[0])
+    with pytest.raises(ValueError, match="a facts row has 28 values for 29 columns"):
+        rows_frame(None, FACTS, [row[:-1]])  # type: ignore[arg-type]
+    row[FACTS.names.index("rows")] = "three"
+    with pytest.raises(TypeError, match="facts column 'rows' \\(BIGINT\\)"):
+        rows_frame(None, FACTS, [row])  # type: ignore[arg-type]
+    other = TableKind("other", (("id", "DECIMAL(38,0)", "c"),), {"id": "c"}, "t", 1)
+    with pytest.raises(ValueError, match="other column 'id' has type DECIMAL\\(38,0\\)"):
+        rows_frame(None, other, [(1,)])  # type: ignore[arg-type]
