@@ -81,13 +81,19 @@ def _rows() -> list[tuple[object, ...]]:
     return [full, empty, *events]
 
 
-def test_the_arrow_frame_equals_the_one_from_tuples(spark):
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata"])
+def test_the_arrow_frame_equals_the_one_from_tuples(spark, zone):
     rows = _rows()
     assert len(rows) == 4
-    ours = rows_frame(spark, FACTS, rows)
-    theirs = spark.createDataFrame(rows, FACTS.ddl)
-    assert ours.schema == theirs.schema
-    assert ours.collect() == theirs.collect()
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", zone)  # TIMESTAMP_NTZ: no zone applies
+    try:
+        ours = rows_frame(spark, FACTS, rows)
+        theirs = spark.createDataFrame(rows, FACTS.ddl)
+        assert ours.schema == theirs.schema
+        assert ours.collect() == theirs.collect()
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
     first = ours.collect()[0]
     assert first["batch_id"] == 2**62
     assert first["max_commit_ts"] == datetime(9999, 12, 31, 23, 59, 59, 997000)

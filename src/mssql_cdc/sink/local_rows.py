@@ -5,10 +5,9 @@ handed to Spark as one Arrow table (ADR 0181).
 row in Python, parallelizes the pickles as an RDD and unpickles them in the JVM, so the append
 that follows runs a scan of that RDD. From a ``pyarrow.Table`` with the declared schema Spark
 makes a local relation of Arrow batches instead (PySpark's ``createDataFrame`` accepts
-``pyarrow.Table`` since Spark 4.0, classic and Connect). Measured on the facts table's one-row
-append with its Delta state ready (Spark 4.2, open-source Delta 4.4): 0.41 s through the
-pickled rows, 0.31 s through Arrow, against 0.29 s for a bare two-column append; see
-docs/performance.md.
+``pyarrow.Table`` since Spark 4.0, classic and Connect): a one-row facts commit costs about a
+sixth less on Spark 4.2 and 0.56 times as much on Spark 4.0 (docs/performance.md, "The facts
+rows handed to Spark as Arrow").
 
 Runs on the driver. Values keep their Python meaning: ``None`` is NULL, a naive ``datetime`` is a
 ``TIMESTAMP_NTZ`` wall-clock time, as with ``createDataFrame`` from tuples.
