@@ -3,7 +3,9 @@ table (ADR 0181), give the schema and values ``createDataFrame`` from tuples giv
 
 from __future__ import annotations
 
-from datetime import datetime
+import enum
+import math
+from datetime import datetime, timezone
 
 import pytest
 
@@ -82,7 +84,8 @@ def _rows() -> list[tuple[object, ...]]:
 
 
 @pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata"])
-def test_the_arrow_frame_equals_the_one_from_tuples(spark, zone):
+def test_the_arrow_frame_equals_the_one_from_tuples(any_spark, zone):
+    spark = any_spark
     rows = _rows()
     assert len(rows) == 4
     before = spark.conf.get("spark.sql.session.timeZone")
@@ -104,13 +107,65 @@ def test_the_arrow_frame_equals_the_one_from_tuples(spark, zone):
     assert rows_frame(spark, FACTS, []).count() == 0
 
 
-def test_a_bad_row_is_named_before_spark_is_asked():
+@pytest.mark.parametrize("records", ["0", "-1"])
+def test_no_limit_on_arrow_batches_still_makes_the_frame(spark, records):
+    """``maxRecordsPerBatch`` 0 or less means no limit, which PySpark's Arrow-table path hands
+    to pyarrow as a batch size it refuses: the frame is then made from the tuples."""
+    from mssql_cdc.sink.local_rows import MAX_RECORDS_PER_BATCH
+
+    rows = _rows()
+    before = spark.conf.get(MAX_RECORDS_PER_BATCH)
+    spark.conf.set(MAX_RECORDS_PER_BATCH, records)
+    try:
+        assert rows_frame(spark, FACTS, rows).collect() == (
+            spark.createDataFrame(rows, FACTS.ddl).collect()
+        )
+    finally:
+        spark.conf.set(MAX_RECORDS_PER_BATCH, before)
+
+
+def test_rows_are_read_once_and_nan_and_lone_surrogates_are_kept_as_spark_writes_them(spark):
+    row = list(_rows()[1])
+    row[FACTS.names.index("read_mb")] = float("nan")
+    row[FACTS.names.index("detail")] = "a\ud800b"  # UTF-8 cannot carry it: U+FFFD, as from tuples
+    row[FACTS.names.index("read_seconds")] = 3  # an int in a DOUBLE column: exact
+    (got,) = rows_frame(spark, FACTS, (r for r in [tuple(row)])).collect()
+    assert math.isnan(got["read_mb"])
+    assert got["detail"] == "a\ufffdb"
+    assert spark.createDataFrame([("a\ud800b",)], "s STRING").first()["s"] == "a\ufffdb"
+    assert got["read_seconds"] == 3.0
+
+
+class _Kind(str, enum.Enum):
+    SCHEMA_CHANGE = "schema_change"
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "what"),
+    [
+        ("rows", "three", "str"),
+        ("rows", 1.5, "float"),
+        ("rows", True, "bool"),
+        ("rows", 2**63, "int"),
+        ("read_mb", True, "bool"),
+        ("read_mb", 2**53 + 1, "int"),
+        ("event", _Kind.SCHEMA_CHANGE, "_Kind"),
+        ("event", b"schema_change", "bytes"),
+        ("written_at", datetime(2026, 12, 3, tzinfo=timezone.utc), "an aware datetime"),
+        ("written_at", "2026-12-03", "str"),
+    ],
+)
+def test_a_value_its_column_does_not_take_is_named_before_spark_is_asked(column, value, what):
+    row = list(_rows()[0])
+    row[FACTS.names.index(column)] = value
+    with pytest.raises(TypeError, match=rf"facts column '{column}' \(\w+\) cannot take {what}"):
+        rows_frame(None, FACTS, [row])  # type: ignore[arg-type]
+
+
+def test_a_bad_row_or_kind_is_named_before_spark_is_asked():
     row = list(_rows()[0])
     with pytest.raises(ValueError, match="a facts row has 28 values for 29 columns"):
         rows_frame(None, FACTS, [row[:-1]])  # type: ignore[arg-type]
-    row[FACTS.names.index("rows")] = "three"
-    with pytest.raises(TypeError, match="facts column 'rows' \\(BIGINT\\)"):
-        rows_frame(None, FACTS, [row])  # type: ignore[arg-type]
     other = TableKind("other", (("id", "DECIMAL(38,0)", "c"),), {"id": "c"}, "t", 1)
     with pytest.raises(ValueError, match="other column 'id' has type DECIMAL\\(38,0\\)"):
         rows_frame(None, other, [(1,)])  # type: ignore[arg-type]
