@@ -54,8 +54,9 @@ MAX_RECORDS_PER_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
 
 def _fits(value: object, sql_type: str) -> bool:
-    """Whether ``value`` (not ``None``) is what a column of ``sql_type`` takes, as strictly as
-    classic ``createDataFrame`` checks tuples (no bool for a number, no str subclass)."""
+    """Whether ``value`` (not ``None``) is what a column of ``sql_type`` takes: as strictly as
+    classic ``createDataFrame`` checks tuples (no bool for a number, no str subclass, no float
+    for an integer), but for an ``int`` in a ``DOUBLE``, taken when the double holds it exactly."""
     if sql_type == "BIGINT":
         return type(value) is int and -(2**63) <= value < 2**63
     if sql_type == "DOUBLE":
