@@ -27,6 +27,12 @@ def test_demo_streams_the_live_workload_exactly_and_status_reads_its_facts(spark
     rows = {r["app_id"]: r["n"] for r in sums}
     assert set(rows) == {f"demo-{ci}" for ci in tables}
     assert sum(rows.values()) > 0
+    # the last progress line (printed once every stream caught up) counts what bronze holds
+    last = [line for line in out.splitlines() if re.match(r"\[\s*\d+\.\ds\] ", line)][-1]
+    shown = dict(re.findall(r"(\w+\.\w+) ([\d,]+) rows in \d+ batch", last))
+    assert {
+        f"demo-{table.replace('.', '_')}": int(n.replace(",", "")) for table, n in shown.items()
+    } == rows
 
     assert main(["status", "--facts", str(tmp_path / "facts")]) == 0
     status = capsys.readouterr().out

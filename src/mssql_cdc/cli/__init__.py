@@ -14,12 +14,15 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mssql_cdc.cli import check as check_command
 from mssql_cdc.cli import stream_command
 from mssql_cdc.cli.status import BREACH_EXIT
 from mssql_cdc.errors import MssqlCdcError, find_error, find_error_in_text
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = ["build_parser", "main"]
 
@@ -99,9 +102,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _reading_spark(app_name: str) -> SparkSession:
+    """``get_spark(app_name)`` for a command that only reads tables (``status``, ``report``): a
+    local session it builds logs errors only, so Spark's warnings about its own reads (for
+    example ``All paths were ignored`` when a Delta log directory is listed) do not read as
+    problems between the command's lines. An active or Spark Connect session is left as is."""
+    import os
+
+    from pyspark.sql import SparkSession
+
+    from mssql_cdc.spark import get_spark
+
+    builds = SparkSession.getActiveSession() is None and not os.environ.get("SPARK_REMOTE")
+    spark = get_spark(app_name)
+    if builds:
+        spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 def _report(args: argparse.Namespace) -> int:
     from mssql_cdc.cli.report import FORMATS, read_facts, render_report, require_matplotlib
-    from mssql_cdc.spark import get_spark
 
     if args.out.suffix.lower() not in FORMATS:
         raise ValueError(
@@ -110,7 +130,7 @@ def _report(args: argparse.Namespace) -> int:
     if args.hours is not None and args.hours <= 0:
         raise ValueError(f"--hours must be positive, got {args.hours:g}")
     require_matplotlib()
-    spark = get_spark("mssql-cdc-report")
+    spark = _reading_spark("mssql-cdc-report")
     facts = read_facts(spark, args.facts, args.hours)
     out = render_report(facts, args.out, title=args.title or f"mssql-cdc report: {args.facts}")
     print(f"wrote {out} ({facts.num_rows:,} facts rows)")
@@ -127,7 +147,6 @@ def _status(args: argparse.Namespace) -> int:
         status_json,
         status_text,
     )
-    from mssql_cdc.spark import get_spark
 
     for flag in ("interval", "retention_hours"):
         value = getattr(args, flag)
@@ -140,7 +159,7 @@ def _status(args: argparse.Namespace) -> int:
         min_headroom_hours=args.min_headroom_hours,
         max_batch_age_minutes=args.max_batch_age_minutes,
     )
-    spark = get_spark("mssql-cdc-status")
+    spark = _reading_spark("mssql-cdc-status")
 
     def read() -> tuple[list[Any], list[dict[str, Any]]]:
         return read_status(spark, args.facts), recent_events(spark, args.facts, args.events)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
+from mssql_cdc.cli.landed import LandedRows
 from mssql_cdc.cli.status import read_status, recent_events, status_text
 from mssql_cdc.cli.verify import bronze_history, compare, source_history
 
@@ -99,28 +100,31 @@ def _start_streams(
         queries[table].processAllAvailable()
 
 
-def _progress(queries: dict[str, StreamingQuery], baseline: dict[str, int]) -> str:
-    """Per table: change rows and micro-batches since the workload started (the batches before
-    it, ``baseline``, are left out)."""
+def _progress(queries: dict[str, StreamingQuery], landed: dict[str, LandedRows]) -> str:
+    """Per table: the change rows in its bronze table and the micro-batches that appended them,
+    read from bronze's commits (``mssql_cdc.cli.landed``): the figures of the summary at the
+    end."""
     parts = []
     for table, query in queries.items():
-        progress = [p for p in query.recentProgress if int(p["batchId"]) >= baseline[table]]
-        rows = sum(int(p["numInputRows"]) for p in progress)
-        batches = len({p["batchId"] for p in progress})
+        bronze = landed[table].refresh()
         running = " (+1 running)" if query.status.get("isTriggerActive") else ""
-        parts.append(f"{table} {rows:,} rows in {batches} batches{running}")
+        batches = "batch" if bronze.commits == 1 else "batches"
+        parts.append(f"{table} {bronze.rows:,} rows in {bronze.commits} {batches}{running}")
     return " | ".join(parts)
 
 
 def _printing_progress(
     work: Callable[[], object],
     queries: dict[str, StreamingQuery],
-    baseline: dict[str, int],
+    landed: dict[str, LandedRows],
     out: TextIO,
     name: str,
+    *,
+    started: float,
 ) -> object:
-    """Runs ``work`` in a thread and prints the progress every 2 seconds until it ends;
-    returns its result or raises its error."""
+    """Runs ``work`` in a thread and prints the progress every 2 seconds until it ends, each
+    line stamped with the seconds since ``started`` (``time.monotonic()``); returns the work's
+    result or raises its error."""
     result: dict[str, Any] = {}
 
     def run() -> None:
@@ -130,12 +134,11 @@ def _printing_progress(
             result["error"] = exc
 
     thread = threading.Thread(target=run, name=name, daemon=True)
-    started = time.monotonic()
     thread.start()
     while True:  # a line every 2 s, and one when the work ended
         thread.join(timeout=2.0)
         print(
-            f"[{time.monotonic() - started:5.1f}s] {_progress(queries, baseline)}",
+            f"[{time.monotonic() - started:5.1f}s] {_progress(queries, landed)}",
             file=out,
             flush=True,
         )
@@ -146,24 +149,21 @@ def _printing_progress(
     return result.get("value")
 
 
-def _warm_up(queries: dict[str, StreamingQuery], out: TextIO, started: float) -> dict[str, int]:
-    """Waits until every stream has caught up once (its first micro-batches ran); returns the
-    batch id each will write next."""
+def _warm_up(queries: dict[str, StreamingQuery], out: TextIO, started: float) -> None:
+    """Waits until every stream has caught up once (its first micro-batches ran)."""
     for query in queries.values():
         query.processAllAvailable()
     print(f"streams ready after {time.monotonic() - started:.0f} s", file=out, flush=True)
-    return {
-        table: 1 + max((int(p["batchId"]) for p in query.recentProgress), default=-1)
-        for table, query in queries.items()
-    }
 
 
 def _run_workload(
     emu: Emulator,
     config: DemoConfig,
     queries: dict[str, StreamingQuery],
-    baseline: dict[str, int],
+    landed: dict[str, LandedRows],
     out: TextIO,
+    *,
+    started: float,
 ) -> WorkloadRecord:
     from mssql_cdc.emulator.workload import LocalSession, Workload, WorkloadConfig
 
@@ -182,7 +182,9 @@ def _run_workload(
         with LocalSession(emu) as session:
             return workload.run(session)
 
-    record = _printing_progress(run, queries, baseline, out, "mssql-cdc-demo-workload")
+    record = _printing_progress(
+        run, queries, landed, out, "mssql-cdc-demo-workload", started=started
+    )
     return cast("WorkloadRecord", record)
 
 
@@ -253,14 +255,19 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
         queries: dict[str, StreamingQuery] = {}
         try:
             _start_streams(spark, emu, config, queries)
-            baseline = _warm_up(queries, out, started)
+            _warm_up(queries, out, started)
+            landed = {
+                table: LandedRows(config.workdir / "bronze" / _instance(table)) for table in queries
+            }
             print(
                 f"streaming {len(queries)} tables; workload for {config.seconds:g} s at "
-                f"{config.rate:g} transactions/s (rows: changes landed in bronze so far)",
+                f"{config.rate:g} transactions/s (per table: the change rows in bronze so far "
+                "and the micro-batches that appended them)",
                 file=out,
                 flush=True,
             )
-            record = _run_workload(emu, config, queries, baseline, out)
+            workload_started = time.monotonic()
+            record = _run_workload(emu, config, queries, landed, out, started=workload_started)
             emu.set_polling_interval(None)
             emu.scan()  # capture the last commits, then let every stream catch up
             print(
@@ -274,7 +281,9 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
                 for query in queries.values():
                     query.processAllAvailable()
 
-            _printing_progress(catch_up, queries, baseline, out, "mssql-cdc-demo-catch-up")
+            _printing_progress(
+                catch_up, queries, landed, out, "mssql-cdc-demo-catch-up", started=workload_started
+            )
         finally:
             for query in queries.values():
                 query.stop()
