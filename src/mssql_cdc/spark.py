@@ -104,6 +104,13 @@ def _delta_classpath() -> tuple[str, str]:
 #: ``spark.databricks.delta.snapshotPartitions`` of the local sessions :func:`get_spark` builds
 SNAPSHOT_PARTITIONS = 4
 
+#: ``spark.driver.extraJavaOptions`` for a local session that runs a few short jobs and ends
+#: (the ``demo``, ``status`` and ``report`` commands): the JVM compiles with C1 only, whose quick
+#: start roughly halves such a run on a small machine (a long-running stream gains from C2, so
+#: :func:`get_spark` does not set it by default). C1 alone gets a 48 MB code cache, which a
+#: longer demo fills and flushes: 256 MB keeps what is compiled.
+SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
+
 
 def get_spark(
     app_name: str = "mssql-cdc",

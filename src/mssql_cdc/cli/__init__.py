@@ -104,17 +104,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _reading_spark(app_name: str) -> SparkSession:
     """``get_spark(app_name)`` for a command that only reads tables (``status``, ``report``): a
-    local session it builds logs errors only, so Spark's warnings about its own reads (for
-    example ``All paths were ignored`` when a Delta log directory is listed) do not read as
-    problems between the command's lines. An active or Spark Connect session is left as is."""
+    local session it builds runs a few short jobs (its JVM set for a quick start,
+    ``SHORT_RUN_JAVA_OPTIONS``, without the Spark UI) and logs errors only, so Spark's warnings
+    about its own reads (for example ``All paths were ignored`` when a Delta log directory is
+    listed) do not read as problems between the command's lines. An active or Spark Connect
+    session is used as it is."""
     import os
 
     from pyspark.sql import SparkSession
 
-    from mssql_cdc.spark import get_spark
+    from mssql_cdc.spark import SHORT_RUN_JAVA_OPTIONS, get_spark
 
     builds = SparkSession.getActiveSession() is None and not os.environ.get("SPARK_REMOTE")
-    spark = get_spark(app_name)
+    spark = get_spark(
+        app_name,
+        config={
+            "spark.ui.enabled": "false",
+            "spark.driver.extraJavaOptions": SHORT_RUN_JAVA_OPTIONS,
+        },
+    )
     if builds:
         spark.sparkContext.setLogLevel("ERROR")
     return spark

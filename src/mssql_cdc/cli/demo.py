@@ -216,7 +216,7 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
     from pyspark.sql import SparkSession
 
     from mssql_cdc.emulator import Emulator
-    from mssql_cdc.spark import get_spark
+    from mssql_cdc.spark import SHORT_RUN_JAVA_OPTIONS, get_spark
 
     owns_spark = SparkSession.getActiveSession() is None
     config.workdir.mkdir(parents=True, exist_ok=True)
@@ -231,16 +231,11 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
             file=out,
             flush=True,
         )
-        # a short run of many small jobs: the JVM compiles with C1 only, whose quick start
-        # halves the demo's Spark time on a small machine (long-running sessions keep C2);
-        # C1 alone gets a 48 MB code cache, which a longer demo fills and flushes
         spark = get_spark(
             "mssql-cdc-demo",
             config={
                 "spark.ui.enabled": "false",
-                "spark.driver.extraJavaOptions": (
-                    "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
-                ),
+                "spark.driver.extraJavaOptions": SHORT_RUN_JAVA_OPTIONS,
             },
         )
         if owns_spark:
