@@ -106,10 +106,42 @@ SNAPSHOT_PARTITIONS = 4
 
 #: ``spark.driver.extraJavaOptions`` for a local session that runs a few short jobs and ends
 #: (the ``demo``, ``status`` and ``report`` commands): the JVM compiles with C1 only, whose quick
-#: start roughly halves such a run on a small machine (a long-running stream gains from C2, so
-#: :func:`get_spark` does not set it by default). C1 alone gets a 48 MB code cache, which a
-#: longer demo fills and flushes: 256 MB keeps what is compiled.
+#: start roughly halves such a run on a small machine (a long-running stream or ``status
+#: --watch`` gains from C2, so :func:`get_spark` does not set it by default). C1 alone gets a
+#: 48 MB code cache, which a longer demo fills and flushes: 256 MB keeps what is compiled.
 SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
+
+
+def _user_sets_driver_java_options() -> bool:
+    """True when the user's Spark configuration gives the driver JVM options: a
+    ``spark.driver.extraJavaOptions`` line in ``spark-defaults.conf`` (``SPARK_CONF_DIR``, else
+    ``$SPARK_HOME/conf``, else PySpark's own ``conf``) or ``PYSPARK_SUBMIT_ARGS`` naming them."""
+    submit = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+    if "extraJavaOptions" in submit or "--driver-java-options" in submit:
+        return True
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if not conf_dir:
+        home = os.environ.get("SPARK_HOME")
+        if not home:
+            import pyspark
+
+            home = str(Path(pyspark.__file__).parent)
+        conf_dir = str(Path(home) / "conf")
+    try:
+        lines = (Path(conf_dir) / "spark-defaults.conf").read_text(errors="replace").splitlines()
+    except OSError:
+        return False
+    return any(line.strip().startswith("spark.driver.extraJavaOptions") for line in lines)
+
+
+def short_run_config() -> dict[str, str]:
+    """Settings for a local session that runs a few short jobs and ends (``config`` of
+    :func:`get_spark`): no Spark UI and, unless the user's Spark configuration gives the driver
+    JVM options (which a setting here would replace), :data:`SHORT_RUN_JAVA_OPTIONS`."""
+    config = {"spark.ui.enabled": "false"}
+    if not _user_sets_driver_java_options():
+        config["spark.driver.extraJavaOptions"] = SHORT_RUN_JAVA_OPTIONS
+    return config
 
 
 def get_spark(

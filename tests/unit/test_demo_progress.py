@@ -62,6 +62,34 @@ def test_landed_rows_reads_the_appends_of_new_commits_only(tmp_path):
     assert (landed.refresh().rows, landed.commits) == (48, 4)
 
 
+def test_landed_rows_starts_at_the_oldest_commit_the_log_cleanup_left(tmp_path):
+    table = tmp_path / "bronze"
+    (table / "_delta_log").mkdir(parents=True)
+    (table / "_delta_log" / f"{10:020d}.checkpoint.parquet").write_bytes(b"")
+    commit(table, 11, write(4))
+    commit(table, 12, write(6))
+    landed = LandedRows(table).refresh()
+    assert (landed.first_version, landed.rows, landed.commits) == (11, 10, 2)
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        ('{"commitInfo": {"operation": "WR', "line 1: not a Delta commit action"),
+        ("[1, 2]", "a list"),
+    ],
+)
+def test_a_commit_file_that_is_not_delta_actions_is_named(tmp_path, line, error):
+    table = tmp_path / "bronze"
+    commit(table, 0, write(1))
+    (table / "_delta_log" / f"{1:020d}.json").write_text(line + "\n", encoding="utf-8")
+    landed = LandedRows(table)
+    with pytest.raises(ValueError, match=f"{1:020d}.json .*{error}"):
+        landed.refresh()
+    queries = {"t": FakeQuery([], active=True)}
+    assert _progress(queries, {"t": landed}) == "t ? rows (+1 running)"  # the demo goes on
+
+
 def test_progress_counts_the_rows_in_bronze_and_the_batches_that_appended_them(tmp_path):
     commit(tmp_path / "customer", 0, write(500))
     commit(tmp_path / "customer", 1, write(42))

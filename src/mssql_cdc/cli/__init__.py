@@ -102,27 +102,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _reading_spark(app_name: str) -> SparkSession:
-    """``get_spark(app_name)`` for a command that only reads tables (``status``, ``report``): a
-    local session it builds runs a few short jobs (its JVM set for a quick start,
-    ``SHORT_RUN_JAVA_OPTIONS``, without the Spark UI) and logs errors only, so Spark's warnings
-    about its own reads (for example ``All paths were ignored`` when a Delta log directory is
-    listed) do not read as problems between the command's lines. An active or Spark Connect
-    session is used as it is."""
+def _reading_spark(app_name: str, *, short: bool = True) -> SparkSession:
+    """``get_spark(app_name)`` for a command that only reads tables (``status``, ``report``).
+
+    A local session it builds logs errors only once it has started, so Spark's warnings about
+    the command's own reads (for example ``All paths were ignored`` when a Delta log directory
+    is listed) do not read as problems between the command's lines; with ``short`` (a command
+    that runs a few jobs and ends, not ``status --watch``) it also takes
+    :func:`~mssql_cdc.spark.short_run_config`. An active or Spark Connect session is used as it
+    is.
+    """
     import os
 
     from pyspark.sql import SparkSession
 
-    from mssql_cdc.spark import SHORT_RUN_JAVA_OPTIONS, get_spark
+    from mssql_cdc.spark import get_spark, short_run_config
 
     builds = SparkSession.getActiveSession() is None and not os.environ.get("SPARK_REMOTE")
-    spark = get_spark(
-        app_name,
-        config={
-            "spark.ui.enabled": "false",
-            "spark.driver.extraJavaOptions": SHORT_RUN_JAVA_OPTIONS,
-        },
-    )
+    spark = get_spark(app_name, config=short_run_config() if short else None)
     if builds:
         spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -167,7 +164,7 @@ def _status(args: argparse.Namespace) -> int:
         min_headroom_hours=args.min_headroom_hours,
         max_batch_age_minutes=args.max_batch_age_minutes,
     )
-    spark = _reading_spark("mssql-cdc-status")
+    spark = _reading_spark("mssql-cdc-status", short=not args.watch)
 
     def read() -> tuple[list[Any], list[dict[str, Any]]]:
         return read_status(spark, args.facts), recent_events(spark, args.facts, args.events)

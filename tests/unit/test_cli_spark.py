@@ -1,0 +1,89 @@
+"""The session the read-only commands (``status``, ``report``) use, without starting Spark: a
+local session they build is quiet and set for a short run unless the user's configuration gives
+the driver JVM options; an active or Spark Connect session is used as it is."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import SparkSession
+
+import mssql_cdc.spark as spark_module
+from mssql_cdc.cli import _reading_spark
+from mssql_cdc.spark import SHORT_RUN_JAVA_OPTIONS, short_run_config
+
+
+class FakeContext:
+    def __init__(self) -> None:
+        self.levels: list[str] = []
+
+    def setLogLevel(self, level: str) -> None:  # noqa: N802 (Spark's name)
+        self.levels.append(level)
+
+
+class FakeSession:
+    def __init__(self) -> None:
+        self.sparkContext = FakeContext()
+
+
+@pytest.fixture
+def built(monkeypatch, tmp_path):
+    """``get_spark`` replaced: records its calls, returns one fake session; no user config."""
+    calls: list[tuple[str, object]] = []
+    session = FakeSession()
+
+    def fake_get_spark(app_name, master="local[*]", *, delta=True, config=None):
+        calls.append((app_name, config))
+        return session
+
+    monkeypatch.setattr(spark_module, "get_spark", fake_get_spark)
+    monkeypatch.setattr(SparkSession, "getActiveSession", classmethod(lambda cls: None))
+    for name in ("SPARK_REMOTE", "PYSPARK_SUBMIT_ARGS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "conf"))
+    return calls, session
+
+
+def test_a_session_the_command_builds_is_quiet_and_set_for_a_short_run(built):
+    calls, session = built
+    assert _reading_spark("mssql-cdc-status") is session
+    assert calls == [
+        (
+            "mssql-cdc-status",
+            {
+                "spark.ui.enabled": "false",
+                "spark.driver.extraJavaOptions": SHORT_RUN_JAVA_OPTIONS,
+            },
+        )
+    ]
+    assert session.sparkContext.levels == ["ERROR"]
+
+
+def test_status_watch_keeps_the_default_jvm(built):
+    calls, session = built
+    _reading_spark("mssql-cdc-status", short=False)
+    assert calls == [("mssql-cdc-status", None)]
+    assert session.sparkContext.levels == ["ERROR"]
+
+
+def test_an_active_or_connect_session_is_left_as_it_is(built, monkeypatch):
+    calls, session = built
+    monkeypatch.setenv("SPARK_REMOTE", "sc://localhost")
+    _reading_spark("mssql-cdc-report")
+    monkeypatch.delenv("SPARK_REMOTE")
+    monkeypatch.setattr(SparkSession, "getActiveSession", classmethod(lambda cls: session))
+    _reading_spark("mssql-cdc-report")
+    assert len(calls) == 2  # get_spark returns those sessions as they are
+    assert session.sparkContext.levels == []
+
+
+def test_the_users_driver_java_options_are_not_replaced(built, monkeypatch, tmp_path):
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(
+        "# site settings\nspark.driver.extraJavaOptions  -Dhttps.proxyHost=proxy\n"
+    )
+    assert short_run_config() == {"spark.ui.enabled": "false"}
+    (conf / "spark-defaults.conf").write_text("spark.executor.memory 2g\n")
+    assert "spark.driver.extraJavaOptions" in short_run_config()
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-java-options -Dx=1 pyspark-shell")
+    assert short_run_config() == {"spark.ui.enabled": "false"}
