@@ -72,7 +72,7 @@ jars_hash=$(hash_of "$delta_pom" "$constraints")
 if [ "$(cat "$venv/.jars-stamp" 2>/dev/null)" != "$jars_hash" ]; then
   log "fetching the Delta jars with Maven into $jars"
   rm -rf "$jars" && mkdir -p "$jars"
-  mvn -B -q -f "$delta_pom" dependency:copy-dependencies \
+  mvn -B -q -Dstyle.color=never -f "$delta_pom" dependency:copy-dependencies \
     -DincludeScope=runtime -DoutputDirectory="$jars"
   # Drop what PySpark already ships (Scala, Hadoop, Jackson, Parquet...): one copy of each
   # library on the class path, PySpark's.

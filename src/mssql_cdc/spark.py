@@ -134,13 +134,23 @@ def _user_sets_driver_java_options() -> bool:
     return any(line.strip().startswith("spark.driver.extraJavaOptions") for line in lines)
 
 
+#: the driver's Log4j 2 configuration in a :func:`short_run_config` session (next to this
+#: module): errors only, so Spark's start-up warnings stay out of a command's output
+QUIET_LOG4J2 = "log4j2-quiet.properties"
+
+
 def short_run_config() -> dict[str, str]:
     """Settings for a local session that runs a few short jobs and ends (``config`` of
     :func:`get_spark`): no Spark UI and, unless the user's Spark configuration gives the driver
-    JVM options (which a setting here would replace), :data:`SHORT_RUN_JAVA_OPTIONS`."""
+    JVM options (which a setting here would replace), :data:`SHORT_RUN_JAVA_OPTIONS` and the
+    Log4j 2 configuration :data:`QUIET_LOG4J2`."""
     config = {"spark.ui.enabled": "false"}
     if not _user_sets_driver_java_options():
-        config["spark.driver.extraJavaOptions"] = SHORT_RUN_JAVA_OPTIONS
+        options = SHORT_RUN_JAVA_OPTIONS
+        quiet = Path(__file__).with_name(QUIET_LOG4J2)
+        if quiet.is_file():
+            options += f" -Dlog4j2.configurationFile={quiet.as_uri()}"
+        config["spark.driver.extraJavaOptions"] = options
     return config
 
 

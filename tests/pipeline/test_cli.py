@@ -29,7 +29,7 @@ def test_demo_streams_the_live_workload_exactly_and_status_reads_its_facts(spark
     assert sum(rows.values()) > 0
     # the last progress line (printed once every stream caught up) counts what bronze holds
     last = [line for line in out.splitlines() if re.match(r"\[\s*\d+\.\ds\] ", line)][-1]
-    shown = dict(re.findall(r"(\w+\.\w+) ([\d,]+) rows in \d+ batch", last))
+    shown = dict(re.findall(r"(\w+\.\w+) ([\d,]+) rows in \d+ bronze commit", last))
     assert {
         f"demo-{table.replace('.', '_')}": int(n.replace(",", "")) for table, n in shown.items()
     } == rows

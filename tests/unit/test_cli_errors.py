@@ -74,3 +74,25 @@ def test_a_foreign_failure_still_propagates(monkeypatch):
     monkeypatch.setattr(cli, "_status", fail)
     with pytest.raises(RuntimeError, match="OutOfMemoryError"):
         cli.main(["status", "--facts", "x"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["status", "--facts", "x", "--retention-hours", "-5"],
+            "--retention-hours must be positive",
+        ),
+        (["status", "--facts", "x", "--watch", "--json"], "--watch and --json: choose one"),
+        (["report", "--facts", "x", "--out", "r.txt"], "the extension picks the format"),
+        (["report", "--facts", "x", "--out", "r.png", "--hours", "0"], "--hours must be positive"),
+        (["demo", "--seconds", "0"], "--seconds and --rate must be positive"),
+    ],
+)
+def test_a_refused_argument_value_exits_2_like_argparse(argv, message, capsys):
+    from mssql_cdc import cli
+
+    assert cli.main(argv) == cli.USAGE_EXIT == 2  # before any Spark session starts
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"mssql-cdc {argv[0]}: ")
+    assert message in err

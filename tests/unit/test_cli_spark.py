@@ -4,12 +4,16 @@ the driver JVM options; an active or Spark Connect session is used as it is."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pyspark.sql import SparkSession
 
 import mssql_cdc.spark as spark_module
 from mssql_cdc.cli import _reading_spark
-from mssql_cdc.spark import SHORT_RUN_JAVA_OPTIONS, short_run_config
+from mssql_cdc.spark import QUIET_LOG4J2, SHORT_RUN_JAVA_OPTIONS, short_run_config
+
+QUIET = Path(spark_module.__file__).with_name(QUIET_LOG4J2)
 
 
 class FakeContext:
@@ -51,7 +55,8 @@ def test_a_session_the_command_builds_is_quiet_and_set_for_a_short_run(built):
             "mssql-cdc-status",
             {
                 "spark.ui.enabled": "false",
-                "spark.driver.extraJavaOptions": SHORT_RUN_JAVA_OPTIONS,
+                "spark.driver.extraJavaOptions": f"{SHORT_RUN_JAVA_OPTIONS} "
+                f"-Dlog4j2.configurationFile={QUIET.as_uri()}",
             },
         )
     ]
@@ -74,6 +79,12 @@ def test_an_active_or_connect_session_is_left_as_it_is(built, monkeypatch):
     _reading_spark("mssql-cdc-report")
     assert len(calls) == 2  # get_spark returns those sessions as they are
     assert session.sparkContext.levels == []
+
+
+def test_the_quiet_log4j2_configuration_ships_with_the_module():
+    text = QUIET.read_text()
+    assert "rootLogger.level = error" in text
+    assert "appender.console.target = SYSTEM_ERR" in text
 
 
 def test_the_users_driver_java_options_are_not_replaced(built, monkeypatch, tmp_path):

@@ -17,7 +17,11 @@ from mssql_cdc.cli.landed import LandedRows
 class FakeQuery:
     def __init__(self, progress, active=False):
         self.recentProgress = progress
-        self.status = {"isTriggerActive": active, "message": "Processing new data"}
+        self.status = {
+            "isTriggerActive": active,
+            "isDataAvailable": active,
+            "message": "Processing new data",
+        }
         self.waited = 0
 
     def processAllAvailable(self):  # noqa: N802 (Spark's name)
@@ -100,7 +104,8 @@ def test_progress_counts_the_rows_in_bronze_and_the_batches_that_appended_them(t
     queries = {"Sales.Customer": FakeQuery([]), "Production.Product": FakeQuery([], active=True)}
     line = _progress(queries, landed)
     assert line == (
-        "Sales.Customer 542 rows in 2 batches | Production.Product 0 rows in 0 batches (+1 running)"
+        "Sales.Customer 542 rows in 2 bronze commits | "
+        "Production.Product 0 rows in 0 bronze commits (+1 running)"
     )
 
 
@@ -110,10 +115,18 @@ def test_progress_is_printed_while_the_work_runs_and_its_error_comes_back(tmp_pa
     out = io.StringIO()
     got = _printing_progress(lambda: 7, {"t": FakeQuery([])}, landed, out, "test", started=0.0)
     assert got == 7
-    assert out.getvalue().endswith("] t 3 rows in 1 batch\n")
+    assert out.getvalue().endswith("] t 3 rows in 1 bronze commit\n")
 
     def fail():
         raise RuntimeError("workload failed")
 
     with pytest.raises(RuntimeError, match="workload failed"):
         _printing_progress(fail, {"t": FakeQuery([])}, landed, io.StringIO(), "test", started=0.0)
+
+
+def test_a_trigger_that_only_polls_is_not_shown_as_running(tmp_path):
+    polling = FakeQuery([], active=True)
+    polling.status["isDataAvailable"] = False  # caught up: the trigger looks for new data
+    assert _progress({"t": polling}, {"t": LandedRows(tmp_path / "t")}) == (
+        "t 0 rows in 0 bronze commits"
+    )

@@ -28,6 +28,14 @@ __all__ = ["build_parser", "main"]
 
 log = logging.getLogger("mssql_cdc.cli")
 
+#: the exit code of a command given bad arguments (argparse's own)
+USAGE_EXIT = 2
+
+
+class UsageError(ValueError):
+    """An argument value the command refuses (a range, a combination): one line on stderr and
+    exit code :data:`USAGE_EXIT`, like argparse's own errors."""
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``mssql-cdc``."""
@@ -129,11 +137,11 @@ def _report(args: argparse.Namespace) -> int:
     from mssql_cdc.cli.report import FORMATS, read_facts, render_report, require_matplotlib
 
     if args.out.suffix.lower() not in FORMATS:
-        raise ValueError(
+        raise UsageError(
             f"--out {str(args.out)!r}: the extension picks the format, one of {', '.join(FORMATS)}"
         )
     if args.hours is not None and args.hours <= 0:
-        raise ValueError(f"--hours must be positive, got {args.hours:g}")
+        raise UsageError(f"--hours must be positive, got {args.hours:g}")
     require_matplotlib()
     spark = _reading_spark("mssql-cdc-report")
     facts = read_facts(spark, args.facts, args.hours)
@@ -156,9 +164,9 @@ def _status(args: argparse.Namespace) -> int:
     for flag in ("interval", "retention_hours"):
         value = getattr(args, flag)
         if value is not None and value <= 0:
-            raise ValueError(f"--{flag.replace('_', '-')} must be positive, got {value:g}")
+            raise UsageError(f"--{flag.replace('_', '-')} must be positive, got {value:g}")
     if args.watch and args.json:
-        raise ValueError("--watch and --json: choose one")
+        raise UsageError("--watch and --json: choose one")
     thresholds = Thresholds(
         max_lag_minutes=args.max_lag_minutes,
         min_headroom_hours=args.min_headroom_hours,
@@ -204,7 +212,7 @@ def _demo(args: argparse.Namespace) -> int:
     from mssql_cdc.cli.demo import DemoConfig, run_demo
 
     if args.seconds <= 0 or args.rate <= 0:
-        raise ValueError("--seconds and --rate must be positive")
+        raise UsageError("--seconds and --rate must be positive")
     workdir = args.dir or Path(tempfile.mkdtemp(prefix="mssql-cdc-demo-"))
     return run_demo(
         DemoConfig(workdir=workdir.resolve(), seconds=args.seconds, rate=args.rate), sys.stdout
@@ -225,6 +233,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     try:
         return commands[args.command](args)
+    except UsageError as exc:
+        print(f"mssql-cdc {args.command}: {exc}", file=sys.stderr)
+        return USAGE_EXIT
     except (ValueError, TypeError, PermissionError, FileNotFoundError, MssqlCdcError) as exc:
         print(f"mssql-cdc {args.command}: {exc}", file=sys.stderr)
         return 1

@@ -101,20 +101,27 @@ def _start_streams(
 
 
 def _progress(queries: dict[str, StreamingQuery], landed: dict[str, LandedRows]) -> str:
-    """Per table: the change rows in its bronze table and the micro-batches that appended them,
-    read from bronze's commits (``mssql_cdc.cli.landed``): the figures of the summary at the
-    end. A bronze log that cannot be read shows ``?`` (logged), and the demo goes on."""
+    """Per table: the change rows in its bronze table and the bronze commits that appended them
+    (one per micro-batch that read changes; the summary at the end also counts the batches that
+    read none), read from bronze's log (``mssql_cdc.cli.landed``), and ``(+1 running)`` while a
+    micro-batch with new data runs. A bronze log that cannot be read shows ``?`` (logged), and
+    the demo goes on."""
     parts = []
     for table, query in queries.items():
-        running = " (+1 running)" if query.status.get("isTriggerActive") else ""
+        status = query.status
+        running = (
+            " (+1 running)"
+            if status.get("isTriggerActive") and status.get("isDataAvailable")
+            else ""
+        )
         try:
             bronze = landed[table].refresh()
         except (OSError, ValueError) as exc:
             log.warning("demo: cannot count the rows in %s's bronze table: %s", table, exc)
             parts.append(f"{table} ? rows{running}")
             continue
-        batches = "batch" if bronze.commits == 1 else "batches"
-        parts.append(f"{table} {bronze.rows:,} rows in {bronze.commits} {batches}{running}")
+        commits = "commit" if bronze.commits == 1 else "commits"
+        parts.append(f"{table} {bronze.rows:,} rows in {bronze.commits} bronze {commits}{running}")
     return " | ".join(parts)
 
 
@@ -256,7 +263,7 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
             print(
                 f"streaming {len(queries)} tables; workload for {config.seconds:g} s at "
                 f"{config.rate:g} transactions/s (per table: the change rows in bronze so far "
-                "and the micro-batches that appended them)",
+                "and the commits, one per micro-batch that read changes, that appended them)",
                 file=out,
                 flush=True,
             )

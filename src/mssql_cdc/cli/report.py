@@ -153,7 +153,7 @@ def require_matplotlib() -> None:
         import matplotlib  # noqa: F401
     except ImportError:
         raise ValueError(
-            "mssql-cdc report needs matplotlib: pip install 'mssql-cdc[report]'"
+            "matplotlib is needed for the report: pip install 'mssql-cdc[report]'"
         ) from None
 
 
