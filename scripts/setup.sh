@@ -72,8 +72,9 @@ jars_hash=$(hash_of "$delta_pom" "$constraints")
 if [ "$(cat "$venv/.jars-stamp" 2>/dev/null)" != "$jars_hash" ]; then
   log "fetching the Delta jars with Maven into $jars"
   rm -rf "$jars" && mkdir -p "$jars"
-  mvn -B -q -Dstyle.color=never -f "$delta_pom" dependency:copy-dependencies \
-    -DincludeScope=runtime -DoutputDirectory="$jars"
+  # Maven 3.8 prints colour resets even in batch mode: stripped, so that logs stay plain text
+  mvn -B -q -f "$delta_pom" dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$jars" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g'
   # Drop what PySpark already ships (Scala, Hadoop, Jackson, Parquet...): one copy of each
   # library on the class path, PySpark's.
   "$venv/bin/python" - "$jars" <<'PY'
