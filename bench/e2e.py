@@ -11,8 +11,13 @@ ratios, not absolute numbers):
   ``cdc.dbo_bench_CT`` (every change row), appended to Delta;
 * ``floor``: the same rows already in memory (an Arrow table) appended to Delta.
 
+With ``--noop`` both sources are also read into Spark's ``noop`` sink (every row read into the
+JVM, nothing written): ``mssql_cdc`` (the change source, availableNow) and the JDBC source, so
+the two read paths are compared without Delta's write.
+
     .venv/bin/python bench/e2e.py [--rows 100000] [--partitions 1 2 4] [--facts]
         [--rows-per-commit 1000] [--rounds 2] [--whole-replies] [--max-commits-per-batch N]
+        [--noop]
 
 ``--partitions`` takes several counts: the source is loaded once, then ``to_delta`` and the
 JDBC path run once per count (``numPartitions``; the JDBC source splits on ``id``), the floor
@@ -80,9 +85,10 @@ def _cause(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0][:120] if lines else ''}"
 
 
-def jdbc(spark: Any, emu: Any, jar: Path | None, out: Path, *, parts: int, keys: int) -> Any:
-    """Spark's JDBC source with mssql-jdbc over the change table, appended to Delta:
-    ``(seconds, rows landed)`` or the reason it cannot run."""
+def jdbc(spark: Any, emu: Any, jar: Path | None, out: Path | None, *, parts: int, keys: int) -> Any:
+    """Spark's JDBC source with mssql-jdbc over the change table, appended to Delta (``out``)
+    or read into the ``noop`` sink (``out`` None): ``(seconds, rows)`` or the reason it cannot
+    run."""
     if jar is None:
         return "n/a: could not fetch mssql-jdbc with Maven"
     url = (
@@ -109,11 +115,37 @@ def jdbc(spark: Any, emu: Any, jar: Path | None, out: Path, *, parts: int, keys:
         )
     try:
         started = time.perf_counter()
+        if out is None:
+            reader.load().write.format("noop").mode("overwrite").save()
+            return (time.perf_counter() - started, keys)
         reader.load().write.format("delta").save(str(out))
         seconds = time.perf_counter() - started
         return (seconds, spark.read.format("delta").load(str(out)).count())
     except Exception as exc:  # a path that cannot run here is reported, not fatal
         return f"n/a: {_cause(exc)}"
+
+
+def noop(spark: Any, options: dict[str, str], checkpoint: Path) -> tuple[float, int]:
+    """The ``mssql_cdc`` change source read into the ``noop`` sink (availableNow):
+    ``(seconds, rows read)``."""
+    from mssql_cdc.source.registration import register
+
+    register(spark)
+    started = time.perf_counter()
+    query = (
+        spark.readStream.format("mssql_cdc")
+        .options(**options)
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    seconds = time.perf_counter() - started
+    for progress in query.recentProgress:  # the batch itself, without the query's start
+        print(f"#   noop batch {progress['batchId']}: durations ms {dict(progress['durationMs'])}")
+    return (seconds, sum(int(p["numInputRows"]) for p in query.recentProgress))
 
 
 def main() -> None:  # noqa: PLR0915 (one straight script)
@@ -143,6 +175,11 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
         action="store_true",
         help="also run to_delta with the emulator encoding each reply whole before sending it "
         "(as before ADR 0175: no overlap of its encoding with the read), for comparison",
+    )
+    parser.add_argument(
+        "--noop",
+        action="store_true",
+        help="also read each source into Spark's noop sink (the read paths without Delta)",
     )
     args = parser.parse_args()
 
@@ -218,6 +255,17 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
                     spark, emu, jar, work / f"jdbc{name}", parts=parts, keys=args.rows
                 )
                 print(f"# round {round_} jdbc p={parts}: {results[f'jdbc p={parts}']}", flush=True)
+                if args.noop:
+                    results[f"mssql_cdc noop p={parts}"] = noop(spark, options, work / f"np{name}")
+                    results[f"jdbc noop p={parts}"] = jdbc(
+                        spark, emu, jar, None, parts=parts, keys=args.rows
+                    )
+                    print(
+                        f"# round {round_} noop p={parts}: mssql_cdc "
+                        f"{results[f'mssql_cdc noop p={parts}']}, jdbc "
+                        f"{results[f'jdbc noop p={parts}']}",
+                        flush=True,
+                    )
 
             # the floor: the landed rows cached in executor memory, then appended (collecting a
             # million rows to the driver as Arrow first fails on a small driver: TaskResultLost)

@@ -145,7 +145,7 @@ def test_the_stream_command_refuses_continuous_and_bad_intervals(capsys):
     ]:
         argv = ["stream", "--server", "db", "--capture-instance", "c", "--target", "/b"]
         argv += ["--app-id", "a", "--checkpoint", "/cp", "--trigger", trigger]
-        assert main(argv) == 1
+        assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"mssql-cdc stream: --trigger '{trigger}': ")
         assert message in err

@@ -212,7 +212,7 @@ def test_the_command_line_streams_every_table_of_a_schema(
     assert f"s-dbo_orders: batch 0 read {len(source.changes()) + 1} rows (" in out
     # one name for several queries is refused before anything starts
     capsys.readouterr()
-    assert main([*argv, "--query-name", "q"]) == 1
+    assert main([*argv, "--query-name", "q"]) == 2
     assert "--query-name names one query" in capsys.readouterr().err
 
 

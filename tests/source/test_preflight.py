@@ -282,7 +282,7 @@ def test_cli_prints_each_line_and_exits_1_on_a_failure(emulator, monkeypatch, ca
 
 def test_cli_refuses_a_password_in_the_connection_string(capsys):
     argv = ["check", "--connection-string", "Server=x;PWD=secret", "--capture-instance", CI]
-    assert main(argv) == 1
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert "secret" not in err
     assert "MSSQL_CDC_PASSWORD" in err

@@ -76,6 +76,11 @@ def test_a_foreign_failure_still_propagates(monkeypatch):
         cli.main(["status", "--facts", "x"])
 
 
+#: a stream command line the cases below add one refused value to
+STREAM = ["stream", "--server", "db", "--capture-instance", "c", "--target", "/b"]
+STREAM += ["--app-id", "a", "--checkpoint", "/cp"]
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -87,6 +92,23 @@ def test_a_foreign_failure_still_propagates(monkeypatch):
         (["report", "--facts", "x", "--out", "r.txt"], "the extension picks the format"),
         (["report", "--facts", "x", "--out", "r.png", "--hours", "0"], "--hours must be positive"),
         (["demo", "--seconds", "0"], "--seconds and --rate must be positive"),
+        (
+            ["check", "--server", "db", "--capture-instance", "c", "--schedule-hours", "-1"],
+            "--schedule-hours must be positive",
+        ),
+        (
+            ["check", "--connection-string", "Server=db;PWD=secret", "--capture-instance", "c"],
+            "holds a password or token",
+        ),
+        ([*STREAM, "--option", "numPartitions"], "--option 'numPartitions': expected NAME=VALUE"),
+        ([*STREAM, "--option", "=4"], "the NAME is missing"),
+        ([*STREAM, "--option", "accessToken=t"], "--option accessToken holds a password"),
+        ([*STREAM, "--trigger", "every minute"], "use availableNow, once or processingTime"),
+        ([*STREAM, "--trigger", "processingTime=banana"], "an interval Spark reads"),
+        (
+            [*STREAM, "--capture-instance", "d", "--query-name", "q"],
+            "--query-name names one query",
+        ),
     ],
 )
 def test_a_refused_argument_value_exits_2_like_argparse(argv, message, capsys):
@@ -94,5 +116,6 @@ def test_a_refused_argument_value_exits_2_like_argparse(argv, message, capsys):
 
     assert cli.main(argv) == cli.USAGE_EXIT == 2  # before any Spark session starts
     err = capsys.readouterr().err.strip()
+    assert "secret" not in err
     assert err.startswith(f"mssql-cdc {argv[0]}: ")
     assert message in err

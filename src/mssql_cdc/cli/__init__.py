@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from mssql_cdc.cli import check as check_command
 from mssql_cdc.cli import stream_command
 from mssql_cdc.cli.status import BREACH_EXIT
+from mssql_cdc.cli.usage import USAGE_EXIT, UsageError
 from mssql_cdc.errors import MssqlCdcError, find_error, find_error_in_text
 
 if TYPE_CHECKING:
@@ -27,14 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["build_parser", "main"]
 
 log = logging.getLogger("mssql_cdc.cli")
-
-#: the exit code of a command given bad arguments (argparse's own)
-USAGE_EXIT = 2
-
-
-class UsageError(ValueError):
-    """An argument value the command refuses (a range, a combination): one line on stderr and
-    exit code :data:`USAGE_EXIT`, like argparse's own errors."""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,6 +15,7 @@ import os
 from typing import TYPE_CHECKING, TextIO
 
 from mssql_cdc.cli.stream_command import add_connection_arguments, options_from
+from mssql_cdc.cli.usage import UsageError
 
 if TYPE_CHECKING:
     from mssql_cdc.source.preflight import CheckReport
@@ -78,7 +79,7 @@ def run_check(args: argparse.Namespace, out: TextIO) -> int:
 
     names = list(args.capture_instance)
     if args.schedule_hours <= 0:
-        raise ValueError(f"--schedule-hours must be positive, got {args.schedule_hours:g}")
+        raise UsageError(f"--schedule-hours must be positive, got {args.schedule_hours:g}")
     first = argparse.Namespace(**{**vars(args), "capture_instance": names[0]})
     options = options_from(first, os.environ)
     report = check(

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, TextIO
 
 from mssql_cdc.cli.progress import follow
+from mssql_cdc.cli.usage import UsageError
 from mssql_cdc.connection_string import has_password
 from mssql_cdc.pipeline.arguments import check_trigger
 
@@ -121,7 +122,7 @@ def parse_trigger(text: str) -> dict[str, object]:
     keyword arguments, checked by the rules of ``to_delta`` (``continuous`` is refused).
 
     Raises:
-        ValueError: another form, or an interval Spark would not read.
+        UsageError: another form, or an interval Spark would not read.
     """
     kind, sep, value = text.partition("=")
     kind = kind.strip()
@@ -131,14 +132,14 @@ def parse_trigger(text: str) -> dict[str, object]:
     elif sep and kind:
         trigger = {kind: value.strip()}
     if trigger is None:
-        raise ValueError(
+        raise UsageError(
             f"--trigger {text!r}: use availableNow, once or processingTime=INTERVAL (e.g. "
             "processingTime=1 minute)"
         )
     try:
         checked = check_trigger(trigger)
     except ValueError as exc:
-        raise ValueError(f"--trigger {text!r}: {exc}") from None
+        raise UsageError(f"--trigger {text!r}: {exc}") from None
     assert checked is not None
     return checked
 
@@ -152,8 +153,8 @@ def _password(args: argparse.Namespace, env: Mapping[str, str], stdin: TextIO) -
     return None
 
 
-def _refuse_secret(what: str, env_var: str) -> ValueError:
-    return ValueError(
+def _refuse_secret(what: str, env_var: str) -> UsageError:
+    return UsageError(
         f"{what} holds a password or token, which would show in the process list: remove it "
         f"and set the {env_var} environment variable (or leave it unset to be prompted on a "
         "terminal; --password-env names another variable)"
@@ -164,7 +165,7 @@ def _connection_string(text: str, what: str, env_var: str) -> str:
     try:
         secret = has_password(text)
     except ValueError as exc:
-        raise ValueError(f"{what}: {exc}") from None
+        raise UsageError(f"{what}: {exc}") from None
     if secret:
         raise _refuse_secret(what, env_var)
     return text
@@ -176,7 +177,7 @@ def options_from(
     """The data source options of ``args``.
 
     Raises:
-        ValueError: a secret in ``argv``: a connection string (``--connection-string`` or
+        UsageError: a secret in ``argv``: a connection string (``--connection-string`` or
             ``--option connectionString=``) holding a password or token, or ``--option
             password=`` / ``accessToken=`` / ``PWD=``; or an ``--option`` without ``=``.
     """
@@ -201,9 +202,9 @@ def options_from(
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep:
-            raise ValueError(f"--option {item!r}: expected NAME=VALUE")
+            raise UsageError(f"--option {item!r}: expected NAME=VALUE")
         if not name:
-            raise ValueError("--option '=...': expected NAME=VALUE, the NAME is missing")
+            raise UsageError("--option '=...': expected NAME=VALUE, the NAME is missing")
         if name.lower() in _SECRET_OPTIONS:
             raise _refuse_secret(f"--option {name}", args.password_env)
         if name.lower() == "connectionstring":
@@ -224,7 +225,7 @@ def run_stream(args: argparse.Namespace, out: TextIO) -> int:
     trigger = parse_trigger(args.trigger)
     several = args.schema is not None or len(args.capture_instance) > 1
     if several and args.query_name:
-        raise ValueError(
+        raise UsageError(
             "--query-name names one query: with several capture instances each query is named "
             "after its app id (give --app-id a {ci})"
         )

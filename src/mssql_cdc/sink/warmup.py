@@ -21,8 +21,11 @@ state in a lazily computed field of the snapshot).
 Only where the session reaches Delta's JVM classes (classic Spark with PySpark's pinned threads;
 ``txn_ids``); on Spark Connect, or where Delta lives under other class names, nothing is done.
 The jobs run in the asking thread's job group (a streaming query's, so that stopping the query
-cancels them) with the asking session active. A failure is logged at DEBUG under
-``mssql_cdc.sink`` and forgotten: the next commit then builds the state itself.
+cancels them) with the asking session active. They are cancelled without interrupting their
+tasks' threads (ADR 0183): the job ends for the waiting thread at once all the same, and an
+interrupted task's shuffle read would have Spark log an ``ERROR`` as the query stops. A
+failure is logged at DEBUG under ``mssql_cdc.sink`` and forgotten: the next commit then builds
+the state itself.
 """
 
 from __future__ import annotations
@@ -91,8 +94,9 @@ class StateWarmer:
     The computation's Spark jobs run in the job group of the thread that asked (in a
     ``foreachBatch``, the streaming query's, so ``query.stop()`` cancels them with the query's
     own; Delta holds a snapshot's lock while it computes its state, and a commit waiting for it
-    could not be interrupted otherwise), or in :data:`JOB_GROUP`; and with the requesting
-    session active (its settings and file system options are the ones Delta reads).
+    could not be interrupted otherwise), or in :data:`JOB_GROUP`, cancelled without interrupting
+    their tasks' threads (ADR 0183); and with the requesting session active (its settings and
+    file system options are the ones Delta reads).
 
     Args:
         compute: ``(spark, location) -> bool``, the computation (``txn_ids.compute_transactions``;
@@ -220,7 +224,9 @@ def _as(spark: SparkSession, group: str | None) -> Iterator[None]:
     """This thread's jobs in ``group`` (else :data:`JOB_GROUP`), cancellable with it, and
     ``spark`` the JVM's active session, for the block."""
     context = spark.sparkContext
-    context.setJobGroup(group or JOB_GROUP, DESCRIPTION, interruptOnCancel=True)
+    # cancelling the group fails the job for the waiting thread at once either way; interrupting
+    # the tasks' threads only adds Spark's ERROR for an interrupted local shuffle read (ADR 0183)
+    context.setJobGroup(group or JOB_GROUP, DESCRIPTION, interruptOnCancel=False)
     jvm = getattr(spark, "_jvm", None)
     session_class = None if jvm is None else jvm.org.apache.spark.sql.SparkSession
     if session_class is not None:
