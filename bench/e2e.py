@@ -12,8 +12,9 @@ ratios, not absolute numbers):
 * ``floor``: the same rows already in memory (an Arrow table) appended to Delta.
 
 With ``--noop`` both sources are also read into Spark's ``noop`` sink (every row read into the
-JVM, nothing written): ``mssql_cdc`` (the change source, availableNow) and the JDBC source, so
-the two read paths are compared without Delta's write.
+JVM, nothing written): ``mssql_cdc`` (the change source, a streaming query with availableNow,
+shown with and without its start and stop) and the JDBC source (a batch read), so the two read
+paths are compared without Delta's write.
 
     .venv/bin/python bench/e2e.py [--rows 100000] [--partitions 1 2 4] [--facts]
         [--rows-per-commit 1000] [--rounds 2] [--whole-replies] [--max-commits-per-batch N]
@@ -117,7 +118,8 @@ def jdbc(spark: Any, emu: Any, jar: Path | None, out: Path | None, *, parts: int
         started = time.perf_counter()
         if out is None:
             reader.load().write.format("noop").mode("overwrite").save()
-            return (time.perf_counter() - started, keys)
+            seconds = time.perf_counter() - started
+            return (seconds, reader.load().count())  # counted by another read, not timed
         reader.load().write.format("delta").save(str(out))
         seconds = time.perf_counter() - started
         return (seconds, spark.read.format("delta").load(str(out)).count())
@@ -125,27 +127,36 @@ def jdbc(spark: Any, emu: Any, jar: Path | None, out: Path | None, *, parts: int
         return f"n/a: {_cause(exc)}"
 
 
-def noop(spark: Any, options: dict[str, str], checkpoint: Path) -> tuple[float, int]:
+def noop(spark: Any, options: dict[str, str], checkpoint: Path) -> Any:
     """The ``mssql_cdc`` change source read into the ``noop`` sink (availableNow):
-    ``(seconds, rows read)``."""
+    ``((seconds, rows read), (seconds of its triggers, rows read))`` (the first with the
+    streaming query's start and stop, the second without them), or the reason it cannot run.
+    Rows and trigger times come from the query's progress, which keeps its last 100 batches:
+    one here (no ``maxCommitsPerBatch``)."""
     from mssql_cdc.source.registration import register
 
     register(spark)
-    started = time.perf_counter()
-    query = (
-        spark.readStream.format("mssql_cdc")
-        .options(**options)
-        .load()
-        .writeStream.format("noop")
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    seconds = time.perf_counter() - started
-    for progress in query.recentProgress:  # the batch itself, without the query's start
+    try:
+        started = time.perf_counter()
+        query = (
+            spark.readStream.format("mssql_cdc")
+            .options(**options)
+            .load()
+            .writeStream.format("noop")
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        seconds = time.perf_counter() - started
+    except Exception as exc:  # reported, not fatal, as the JDBC path's failures
+        return f"n/a: {_cause(exc)}"
+    batches = query.recentProgress
+    for progress in batches:
         print(f"#   noop batch {progress['batchId']}: durations ms {dict(progress['durationMs'])}")
-    return (seconds, sum(int(p["numInputRows"]) for p in query.recentProgress))
+    rows = sum(int(p["numInputRows"]) for p in batches)
+    triggers = sum(int(p["durationMs"].get("triggerExecution", 0)) for p in batches) / 1000
+    return ((seconds, rows), (triggers, rows))
 
 
 def main() -> None:  # noqa: PLR0915 (one straight script)
@@ -256,7 +267,10 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
                 )
                 print(f"# round {round_} jdbc p={parts}: {results[f'jdbc p={parts}']}", flush=True)
                 if args.noop:
-                    results[f"mssql_cdc noop p={parts}"] = noop(spark, options, work / f"np{name}")
+                    read = noop(spark, options, work / f"np{name}")
+                    whole, batches = read if isinstance(read, tuple) else (read, read)
+                    results[f"mssql_cdc noop p={parts}"] = whole
+                    results[f"  its triggers p={parts}"] = batches
                     results[f"jdbc noop p={parts}"] = jdbc(
                         spark, emu, jar, None, parts=parts, keys=args.rows
                     )

@@ -79,6 +79,9 @@ def test_a_foreign_failure_still_propagates(monkeypatch):
 #: a stream command line the cases below add one refused value to
 STREAM = ["stream", "--server", "db", "--capture-instance", "c", "--target", "/b"]
 STREAM += ["--app-id", "a", "--checkpoint", "/cp"]
+#: the same for several capture instances, with templates; the cases add the rest
+MANY = ["stream", "--server", "db", "--capture-instance", "c", "--capture-instance", "d"]
+MANY += ["--target", "/b/{ci}", "--checkpoint", "/cp/{ci}"]
 
 
 @pytest.mark.parametrize(
@@ -91,7 +94,13 @@ STREAM += ["--app-id", "a", "--checkpoint", "/cp"]
         (["status", "--facts", "x", "--watch", "--json"], "--watch and --json: choose one"),
         (["report", "--facts", "x", "--out", "r.txt"], "the extension picks the format"),
         (["report", "--facts", "x", "--out", "r.png", "--hours", "0"], "--hours must be positive"),
-        (["demo", "--seconds", "0"], "--seconds and --rate must be positive"),
+        (["demo", "--seconds", "0"], "--seconds must be positive, got 0"),
+        (["demo", "--rate", "-1"], "--rate must be positive, got -1"),
+        (["status", "--facts", "x", "--retention-hours", "inf"], "must be positive, got inf"),
+        (
+            ["check", "--server", "db", "--capture-instance", "c", "--schedule-hours", "nan"],
+            "--schedule-hours must be positive, got nan",
+        ),
         (
             ["check", "--server", "db", "--capture-instance", "c", "--schedule-hours", "-1"],
             "--schedule-hours must be positive",
@@ -109,6 +118,12 @@ STREAM += ["--app-id", "a", "--checkpoint", "/cp"]
             [*STREAM, "--capture-instance", "d", "--query-name", "q"],
             "--query-name names one query",
         ),
+        ([*STREAM, "--capture-instance", "d"], "--target: target '/b' must contain '{ci}'"),
+        (
+            [*MANY, "--capture-instance", "c", "--app-id", "a"],
+            "--app-id: app_id 'a' must contain '{ci}'",
+        ),
+        ([*MANY, "--capture-instance", "d", "--app-id", "a-{ci}"], "'d' is given twice"),
     ],
 )
 def test_a_refused_argument_value_exits_2_like_argparse(argv, message, capsys):
@@ -119,3 +134,23 @@ def test_a_refused_argument_value_exits_2_like_argparse(argv, message, capsys):
     assert "secret" not in err
     assert err.startswith(f"mssql-cdc {argv[0]}: ")
     assert message in err
+
+
+def test_stream_refuses_its_arguments_before_it_asks_for_the_password(monkeypatch, capsys):
+    import io
+
+    from mssql_cdc import cli
+    from mssql_cdc.cli import stream_command
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    asked: list[str] = []
+    monkeypatch.setattr(stream_command.getpass, "getpass", asked.append)
+    monkeypatch.setattr("sys.stdin", Terminal())
+    monkeypatch.delenv("MSSQL_CDC_PASSWORD", raising=False)
+    assert cli.main([*STREAM, "--user", "u", "--trigger", "every minute"]) == 2
+    assert cli.main([*MANY, "--user", "u", "--app-id", "a"]) == 2
+    assert asked == []  # no prompt for a command that is refused anyway
+    assert "--app-id: app_id 'a' must contain" in capsys.readouterr().err

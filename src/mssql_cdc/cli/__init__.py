@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from mssql_cdc.cli import check as check_command
 from mssql_cdc.cli import stream_command
 from mssql_cdc.cli.status import BREACH_EXIT
-from mssql_cdc.cli.usage import USAGE_EXIT, UsageError
+from mssql_cdc.cli.usage import USAGE_EXIT, UsageError, check_positive
 from mssql_cdc.errors import MssqlCdcError, find_error, find_error_in_text
 
 if TYPE_CHECKING:
@@ -133,8 +133,7 @@ def _report(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--out {str(args.out)!r}: the extension picks the format, one of {', '.join(FORMATS)}"
         )
-    if args.hours is not None and args.hours <= 0:
-        raise UsageError(f"--hours must be positive, got {args.hours:g}")
+    check_positive("--hours", args.hours)
     require_matplotlib()
     spark = _reading_spark("mssql-cdc-report")
     facts = read_facts(spark, args.facts, args.hours)
@@ -155,9 +154,7 @@ def _status(args: argparse.Namespace) -> int:
     )
 
     for flag in ("interval", "retention_hours"):
-        value = getattr(args, flag)
-        if value is not None and value <= 0:
-            raise UsageError(f"--{flag.replace('_', '-')} must be positive, got {value:g}")
+        check_positive(f"--{flag.replace('_', '-')}", getattr(args, flag))
     if args.watch and args.json:
         raise UsageError("--watch and --json: choose one")
     thresholds = Thresholds(
@@ -204,8 +201,8 @@ def _status(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from mssql_cdc.cli.demo import DemoConfig, run_demo
 
-    if args.seconds <= 0 or args.rate <= 0:
-        raise UsageError("--seconds and --rate must be positive")
+    check_positive("--seconds", args.seconds)
+    check_positive("--rate", args.rate)
     workdir = args.dir or Path(tempfile.mkdtemp(prefix="mssql-cdc-demo-"))
     return run_demo(
         DemoConfig(workdir=workdir.resolve(), seconds=args.seconds, rate=args.rate), sys.stdout

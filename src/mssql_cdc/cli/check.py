@@ -4,7 +4,8 @@ Takes the same connection arguments and password handling as ``mssql-cdc stream`
 (:func:`~mssql_cdc.cli.stream_command.add_connection_arguments`), one or more
 ``--capture-instance``, and prints one line per question: ``PASS``, ``FAIL`` with the exact
 fix on the next line, or ``SKIP`` with the reason; ``--json`` prints the report as JSON.
-The exit code is 1 when any question failed. No Spark.
+The exit code is 1 when any question failed, 2 when an argument is refused before any question
+is asked (``mssql_cdc.cli.usage``). No Spark.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 from typing import TYPE_CHECKING, TextIO
 
 from mssql_cdc.cli.stream_command import add_connection_arguments, options_from
-from mssql_cdc.cli.usage import UsageError
+from mssql_cdc.cli.usage import check_positive
 
 if TYPE_CHECKING:
     from mssql_cdc.source.preflight import CheckReport
@@ -78,8 +79,7 @@ def run_check(args: argparse.Namespace, out: TextIO) -> int:
     from mssql_cdc.source.preflight import check
 
     names = list(args.capture_instance)
-    if args.schedule_hours <= 0:
-        raise UsageError(f"--schedule-hours must be positive, got {args.schedule_hours:g}")
+    check_positive("--schedule-hours", args.schedule_hours)
     first = argparse.Namespace(**{**vars(args), "capture_instance": names[0]})
     options = options_from(first, os.environ)
     report = check(

@@ -221,18 +221,43 @@ def run_stream(args: argparse.Namespace, out: TextIO) -> int:
     """Runs the job; returns the exit code (0 when every query ended without an error)."""
     from mssql_cdc.spark import get_spark
 
-    options = options_from(args, os.environ)
+    # the arguments first, then the password (which may be prompted for), then Spark
     trigger = parse_trigger(args.trigger)
     several = args.schema is not None or len(args.capture_instance) > 1
-    if several and args.query_name:
-        raise UsageError(
-            "--query-name names one query: with several capture instances each query is named "
-            "after its app id (give --app-id a {ci})"
-        )
+    if several:
+        _check_many(args)
+    options = options_from(args, os.environ)
     spark = get_spark("mssql-cdc-stream")
     if not several:
         return _run_one(spark, args, options, trigger, out)
     return _run_many(spark, args, options, trigger, out)
+
+
+def _check_many(args: argparse.Namespace) -> None:
+    """The arguments of several streams that ``start_many`` would refuse, refused before
+    anything starts: ``--query-name``, a template without ``{ci}``, a repeated
+    ``--capture-instance``.
+
+    Raises:
+        UsageError: naming the argument.
+    """
+    from mssql_cdc.pipeline.fanout import expand_template
+
+    if args.query_name:
+        raise UsageError(
+            "--query-name names one query: with several capture instances each query is named "
+            "after its app id (give --app-id a {ci})"
+        )
+    for name in ("target", "app_id", "checkpoint"):
+        try:
+            expand_template(name, getattr(args, name), "x")
+        except ValueError as exc:
+            raise UsageError(f"--{name.replace('_', '-')}: {exc}") from None
+    seen: set[str] = set()
+    for ci in args.capture_instance:
+        if ci in seen:
+            raise UsageError(f"--capture-instance {ci!r} is given twice")
+        seen.add(ci)
 
 
 def _schema_instances(options: Mapping[str, str], schema: str) -> list[str]:
