@@ -154,3 +154,25 @@ def test_stream_refuses_its_arguments_before_it_asks_for_the_password(monkeypatc
     assert cli.main([*MANY, "--user", "u", "--app-id", "a"]) == 2
     assert asked == []  # no prompt for a command that is refused anyway
     assert "--app-id: app_id 'a' must contain" in capsys.readouterr().err
+
+
+def test_a_schema_stream_has_its_templates_checked_before_spark(capsys):
+    from mssql_cdc import cli
+
+    argv = ["stream", "--server", "db", "--schema", "dbo", "--target", "/b/{ci}"]
+    assert cli.main([*argv, "--app-id", "a", "--checkpoint", "/cp/{ci}"]) == 2
+    assert "--app-id: app_id 'a' must contain '{ci}'" in capsys.readouterr().err
+    # valid templates and no --capture-instance (None with --schema): nothing refused
+    import argparse
+
+    from mssql_cdc.cli.stream_command import _check_many
+
+    _check_many(
+        argparse.Namespace(
+            query_name=None,
+            target="/b/{ci}",
+            app_id="a-{ci}",
+            checkpoint="/cp/{ci}",
+            capture_instance=None,
+        )
+    )

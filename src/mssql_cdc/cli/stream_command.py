@@ -254,7 +254,7 @@ def _check_many(args: argparse.Namespace) -> None:
         except ValueError as exc:
             raise UsageError(f"--{name.replace('_', '-')}: {exc}") from None
     seen: set[str] = set()
-    for ci in args.capture_instance:
+    for ci in args.capture_instance or ():  # none with --schema
         if ci in seen:
             raise UsageError(f"--capture-instance {ci!r} is given twice")
         seen.add(ci)
