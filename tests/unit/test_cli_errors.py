@@ -102,6 +102,10 @@ MANY += ["--target", "/b/{ci}", "--checkpoint", "/cp/{ci}"]
             "--schedule-hours must be positive, got nan",
         ),
         (
+            ["check", "--server", "db", "--capture-instance", "c", "--max-capture-latency", "-5"],
+            "--max-capture-latency must be positive, got -5",
+        ),
+        (
             ["check", "--server", "db", "--capture-instance", "c", "--schedule-hours", "-1"],
             "--schedule-hours must be positive",
         ),

@@ -80,6 +80,7 @@ def run_check(args: argparse.Namespace, out: TextIO) -> int:
 
     names = list(args.capture_instance)
     check_positive("--schedule-hours", args.schedule_hours)
+    check_positive("--max-capture-latency", args.max_capture_latency)
     first = argparse.Namespace(**{**vars(args), "capture_instance": names[0]})
     options = options_from(first, os.environ)
     report = check(

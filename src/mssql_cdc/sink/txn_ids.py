@@ -19,7 +19,9 @@ cache (Spark Connect keeps analysed plans per session) can answer with an older 
 from __future__ import annotations
 
 import logging
+import os
 import re
+import urllib.parse
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -85,12 +87,39 @@ def log_dir(location: str) -> str:
     return location.rstrip("/") + "/_delta_log"
 
 
+def _surely_missing_locally(spark: SparkSession, directory: str) -> bool:
+    """True only when ``directory`` is certainly absent from the driver's own file system: the
+    session is classic (the driver is this process) and the path is a ``file:`` URI, or has no
+    scheme while the session's default file system is local (``fs.defaultFS`` ``file:``; on
+    Databricks it is not). False means: ask Spark. Spark's listing of a missing directory logs
+    a ``WARN`` with a Java stack trace (``FileStreamSink``), which a new table's first checks
+    would print several times."""
+    jsc = getattr(spark, "_jsc", None)
+    if jsc is None:  # Spark Connect: the paths are the server's
+        return False
+    if directory.startswith("file:"):
+        local = urllib.parse.urlparse(directory).path
+    elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", directory):
+        return False  # another scheme (abfss:, s3a:, dbfs:, ...)
+    else:
+        try:
+            default_fs = str(jsc.hadoopConfiguration().get("fs.defaultFS") or "file:///")
+        except Exception:  # a platform that refuses the call: Spark decides
+            return False
+        if not default_fs.startswith("file:"):
+            return False
+        local = directory
+    return bool(local) and not os.path.lexists(local)
+
+
 def list_log(spark: SparkSession, location: str) -> LogListing:
     """Lists ``<location>/_delta_log`` through Spark (any file system Spark can read).
 
     Returns:
         The listing; empty when the directory does not exist.
     """
+    if _surely_missing_locally(spark, log_dir(location)):
+        return LogListing({}, None)
     try:
         rows = (
             _fresh(spark.read.format("binaryFile")).load(log_dir(location)).select("path").collect()
