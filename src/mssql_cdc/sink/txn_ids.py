@@ -93,7 +93,7 @@ def _surely_missing_locally(spark: SparkSession, directory: str) -> bool:
     scheme while the session's default file system is local (``fs.defaultFS`` ``file:``; on
     Databricks it is not). False means: ask Spark. Spark's listing of a missing directory logs
     a ``WARN`` with a Java stack trace (``FileStreamSink``), which a new table's first checks
-    would print several times."""
+    would print several times (ADR 0184)."""
     jsc = getattr(spark, "_jsc", None)
     if jsc is None:  # Spark Connect: the paths are the server's
         return False
