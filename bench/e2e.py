@@ -133,20 +133,13 @@ def noop(spark: Any, options: dict[str, str], checkpoint: Path) -> Any:
     streaming query's start and stop, the second without them), or the reason it cannot run.
     Rows and trigger times come from the query's progress, which keeps its last 100 batches:
     one here (no ``maxCommitsPerBatch``)."""
+    from _noop import start_noop
     from mssql_cdc.source.registration import register
 
     register(spark)
     try:
         started = time.perf_counter()
-        query = (
-            spark.readStream.format("mssql_cdc")
-            .options(**options)
-            .load()
-            .writeStream.format("noop")
-            .option("checkpointLocation", str(checkpoint))
-            .trigger(availableNow=True)
-            .start()
-        )
+        query = start_noop(spark, options, checkpoint)
         query.awaitTermination()
         seconds = time.perf_counter() - started
     except Exception as exc:  # reported, not fatal, as the JDBC path's failures

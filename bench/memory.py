@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _noop import start_noop
 from emulator_rate import fill
 
 
@@ -123,15 +124,7 @@ def main() -> None:
             sampler = Sampler()
             sampler.start()
             started = time.perf_counter()
-            query = (
-                spark.readStream.format("mssql_cdc")
-                .options(**options)
-                .load()
-                .writeStream.format("noop")
-                .option("checkpointLocation", str(work / "cp"))
-                .trigger(availableNow=True)
-                .start()
-            )
+            query = start_noop(spark, options, work / "cp")
             query.awaitTermination()
             seconds = time.perf_counter() - started
             sampler.done.set()
