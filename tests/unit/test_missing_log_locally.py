@@ -31,6 +31,8 @@ def test_spark_is_asked_everywhere_else(tmp_path):
     assert not _surely_missing_locally(_classic("dbfs:/"), "/mnt/none/_delta_log")
     for other in ("abfss://c@a.dfs.core.windows.net/t/_delta_log", "dbfs:/none/_delta_log"):
         assert not _surely_missing_locally(_classic("file:///"), other)
+    # a relative path: the JVM resolves it against its own working directory
+    assert not _surely_missing_locally(_classic("file:///"), "none-here/_delta_log")
     # Spark Connect: no JVM in this process, the paths are the server's
     assert not _surely_missing_locally(types.SimpleNamespace(), "/none/_delta_log")
 

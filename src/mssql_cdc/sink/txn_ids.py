@@ -89,11 +89,11 @@ def log_dir(location: str) -> str:
 
 def _surely_missing_locally(spark: SparkSession, directory: str) -> bool:
     """True only when ``directory`` is certainly absent from the driver's own file system: the
-    session is classic (the driver is this process) and the path is a ``file:`` URI, or has no
-    scheme while the session's default file system is local (``fs.defaultFS`` ``file:``; on
-    Databricks it is not). False means: ask Spark. Spark's listing of a missing directory logs
-    a ``WARN`` with a Java stack trace (``FileStreamSink``), which a new table's first checks
-    would print several times (ADR 0184)."""
+    session is classic (the driver is this process) and the path is an absolute ``file:`` URI, or
+    an absolute path without a scheme while the session's default file system is local
+    (``fs.defaultFS`` ``file:``; on Databricks it is not). False means: ask Spark. Spark's
+    listing of a missing directory logs a ``WARN`` with a Java stack trace (``FileStreamSink``),
+    which a new table's first checks would print several times (ADR 0184)."""
     jsc = getattr(spark, "_jsc", None)
     if jsc is None:  # Spark Connect: the paths are the server's
         return False
@@ -109,7 +109,8 @@ def _surely_missing_locally(spark: SparkSession, directory: str) -> bool:
         if not default_fs.startswith("file:"):
             return False
         local = directory
-    return bool(local) and not os.path.lexists(local)
+    # a relative path is the JVM's (its working directory when it started), not this process's
+    return os.path.isabs(local) and not os.path.lexists(local)
 
 
 def list_log(spark: SparkSession, location: str) -> LogListing:
