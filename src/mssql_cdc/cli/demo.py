@@ -320,6 +320,9 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
         file=out,
     )
     print(
+        "ingestion lag (s): how far the last batch's end is behind the newest commit CDC "
+        "captured; capture lag (s): how far that commit is behind the reader's clock (CDC's "
+        "capture job scans the log every few seconds)\n"
         "headroom (h): hours before CDC cleanup would delete changes not streamed yet (the "
         f"emulator keeps changes {retention_hours:g} h)\n"
         f"the Delta tables are under {config.workdir}; look again with:\n"
