@@ -180,3 +180,23 @@ def test_a_schema_stream_has_its_templates_checked_before_spark(capsys):
             capture_instance=None,
         )
     )
+
+
+def test_stream_fails_on_an_unreachable_server_before_spark_starts(monkeypatch, capsys):
+    from mssql_cdc import cli
+    from mssql_cdc import spark as spark_module
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("Spark was started before SQL Server answered")
+
+    monkeypatch.setattr(spark_module, "get_spark", no_spark)
+    monkeypatch.setenv("MSSQL_CDC_PASSWORD", "not-the-password")
+    argv = ["stream", "--server", "127.0.0.1,1", "--encrypt", "no", "--user", "sa"]
+    argv += ["--capture-instance", "c", "--target", "/b", "--app-id", "a", "--checkpoint", "/cp"]
+    argv += ["--option", "connectTimeout=5"]
+    assert cli.main(argv) == 1  # a failure of the work, in one line
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mssql-cdc stream: ConnectionLostError: ")
+    assert "127.0.0.1" in err
+    assert "\n" not in err
+    assert "not-the-password" not in err

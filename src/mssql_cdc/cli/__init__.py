@@ -227,7 +227,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mssql-cdc {args.command}: {exc}", file=sys.stderr)
         return USAGE_EXIT
     except (ValueError, TypeError, PermissionError, FileNotFoundError, MssqlCdcError) as exc:
-        print(f"mssql-cdc {args.command}: {exc}", file=sys.stderr)
+        # our own errors by name, as when Spark wraps them (below): "LoginError: [18456] ..."
+        text = f"{type(exc).__name__}: {exc}" if isinstance(exc, MssqlCdcError) else str(exc)
+        print(f"mssql-cdc {args.command}: {text}", file=sys.stderr)
         return 1
     except Exception as exc:
         # Spark wraps a failure of the source or the sink in its own exceptions, with a long

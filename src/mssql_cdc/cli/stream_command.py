@@ -227,10 +227,19 @@ def run_stream(args: argparse.Namespace, out: TextIO) -> int:
     if several:
         _check_many(args)
     options = options_from(args, os.environ)
+    # SQL Server before Spark: a wrong server, login or TLS setting fails in a second, in one
+    # line (with --schema, the question for its tables is that first connection)
+    if args.schema is not None:
+        instances = _schema_instances(options, args.schema)
+    else:
+        from mssql_cdc.source import check_reachable
+
+        check_reachable(options)
+        instances = list(args.capture_instance)
     spark = get_spark("mssql-cdc-stream")
     if not several:
         return _run_one(spark, args, options, trigger, out)
-    return _run_many(spark, args, options, trigger, out)
+    return _run_many(spark, args, options, trigger, out, instances=instances)
 
 
 def _check_many(args: argparse.Namespace) -> None:
@@ -312,13 +321,10 @@ def _run_many(
     options: dict[str, str],
     trigger: dict[str, object],
     out: TextIO,
+    *,
+    instances: list[str],
 ) -> int:
     from mssql_cdc import await_all, start_many, stop_all
-
-    if args.schema is None:
-        instances = list(args.capture_instance)
-    else:
-        instances = _schema_instances(options, args.schema)
 
     with _snapshot_watch(spark, args, f"bootstrap of {len(instances)} tables", out):
         queries = start_many(

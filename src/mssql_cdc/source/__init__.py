@@ -10,7 +10,7 @@ Importing this package does not import PySpark; :mod:`mssql_cdc.source.datasourc
 from __future__ import annotations
 
 from mssql_cdc.options import SourceOptions
-from mssql_cdc.source.catalog import schema_capture_instances
+from mssql_cdc.source.catalog import check_reachable, schema_capture_instances
 from mssql_cdc.source.chunk_plan import ChunkPlan, chunk_key, plan_chunks
 from mssql_cdc.source.offsets import format_utc
 from mssql_cdc.source.positions import SnapshotPosition, seed_position, snapshot_position
@@ -24,6 +24,7 @@ __all__ = [
     "SnapshotPosition",
     "SourceOptions",
     "SourceTallies",
+    "check_reachable",
     "chunk_key",
     "find_loss",
     "format_utc",

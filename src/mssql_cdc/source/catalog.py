@@ -14,7 +14,7 @@ from mssql_cdc.options import parse_options
 from mssql_cdc.source.client import CaptureInstance, CdcClient, permission_error
 from mssql_cdc.source.schema import Column, declared_columns, output_columns, union_columns
 
-__all__ = ["find_instance", "infer_schema", "schema_capture_instances"]
+__all__ = ["check_reachable", "find_instance", "infer_schema", "schema_capture_instances"]
 
 
 def _siblings(instances: list[CaptureInstance], table: tuple[str, str]) -> list[CaptureInstance]:
@@ -107,6 +107,30 @@ def infer_schema(client: CdcClient) -> list[Column]:
     return output_columns(captured, include_command_id=options.include_command_id)
 
 
+def _server_client(options: Mapping[str, str]) -> CdcClient:
+    """A client of ``options`` (data source options; any ``captureInstance`` ignored) for
+    questions about the server rather than one capture instance."""
+    kept = {k: v for k, v in options.items() if k.lower() != "captureinstance"}
+    return CdcClient(parse_options({**kept, "captureInstance": "-"}))
+
+
+def check_reachable(options: Mapping[str, str]) -> None:
+    """Opens one connection with ``options`` (the data source options) and closes it: the
+    server answers, TLS is agreed and the login is accepted. The command line asks it before
+    it starts Spark, so a wrong server, login or TLS setting fails in about a second with one
+    line instead of after Spark's start with a JVM trace. Runs on the driver.
+
+    Raises:
+        ValueError: a bad option. TlsError, LoginError, ConnectionLostError, SqlTimeoutError:
+            from connecting (the client's errors, which name the server and never the password).
+    """
+    client = _server_client(options)
+    try:
+        client.connection  # noqa: B018 (opens it)
+    finally:
+        client.close()
+
+
 def schema_capture_instances(options: Mapping[str, str], schema: str) -> list[str]:
     """The newest capture instance (greatest ``start_lsn``) of each CDC-enabled table of source
     schema ``schema`` that the login can read, by table name. ``schema`` matches ignoring case.
@@ -117,8 +141,7 @@ def schema_capture_instances(options: Mapping[str, str], schema: str) -> list[st
     Raises:
         ValueError: a bad option. SqlServerError, OSError: from connecting.
     """
-    kept = {k: v for k, v in options.items() if k.lower() != "captureinstance"}
-    client = CdcClient(parse_options({**kept, "captureInstance": "-"}))
+    client = _server_client(options)
     try:
         instances = client.capture_instances()  # oldest first: the newest wins below
     finally:
