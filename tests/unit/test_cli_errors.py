@@ -190,6 +190,11 @@ def test_stream_fails_on_an_unreachable_server_before_spark_starts(monkeypatch, 
         raise AssertionError("Spark was started before SQL Server answered")
 
     monkeypatch.setattr(spark_module, "get_spark", no_spark)
+    # the connection is retried as the data source retries it (1 + 3 + 9 s): not waited here
+    from mssql_cdc.source.retry import with_retry
+
+    assert with_retry.__kwdefaults__ is not None
+    monkeypatch.setitem(with_retry.__kwdefaults__, "delays", (0.0, 0.0, 0.0))
     monkeypatch.setenv("MSSQL_CDC_PASSWORD", "not-the-password")
     argv = ["stream", "--server", "127.0.0.1,1", "--encrypt", "no", "--user", "sa"]
     argv += ["--capture-instance", "c", "--target", "/b", "--app-id", "a", "--checkpoint", "/cp"]

@@ -19,9 +19,7 @@ cache (Spark Connect keeps analysed plans per session) can answer with an older 
 from __future__ import annotations
 
 import logging
-import os
 import re
-import urllib.parse
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -88,29 +86,27 @@ def log_dir(location: str) -> str:
 
 
 def _surely_missing_locally(spark: SparkSession, directory: str) -> bool:
-    """True only when ``directory`` is certainly absent from the driver's own file system: the
-    session is classic (the driver is this process) and the path is an absolute ``file:`` URI, or
-    an absolute path without a scheme while the session's default file system is local
-    (``fs.defaultFS`` ``file:``; on Databricks it is not). False means: ask Spark. Spark's
-    listing of a missing directory logs a ``WARN`` with a Java stack trace (``FileStreamSink``),
-    which a new table's first checks would print several times (ADR 0184)."""
-    jsc = getattr(spark, "_jsc", None)
-    if jsc is None:  # Spark Connect: the paths are the server's
+    """True only when ``directory`` is certainly absent and on the local file system, as
+    Spark's own Hadoop file system answers it: a classic session (a JVM gateway), the path
+    resolved with the session's Hadoop configuration (``sessionState.newHadoopConf``: the
+    session's ``fs.defaultFS`` and file system options, as Spark and Delta resolve it) to the
+    ``file`` scheme, and that file system saying it does not exist. False means: ask Spark (Spark
+    Connect, another file system such as DBFS, ABFS or S3, or a platform that refuses the call).
+    Spark's listing of a missing directory logs a ``WARN`` with a Java stack trace
+    (``FileStreamSink``), which a new table's first checks would print several times (ADR
+    0184)."""
+    jvm = getattr(spark, "_jvm", None)
+    session = getattr(spark, "_jsparkSession", None)
+    if jvm is None or session is None:  # Spark Connect: the paths are the server's
         return False
-    if directory.startswith("file:"):
-        local = urllib.parse.urlparse(directory).path
-    elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", directory):
-        return False  # another scheme (abfss:, s3a:, dbfs:, ...)
-    else:
-        try:
-            default_fs = str(jsc.hadoopConfiguration().get("fs.defaultFS") or "file:///")
-        except Exception:  # a platform that refuses the call: Spark decides
+    try:
+        path = jvm.org.apache.hadoop.fs.Path(directory)
+        fs = path.getFileSystem(session.sessionState().newHadoopConf())
+        if str(fs.getScheme()) != "file":
             return False
-        if not default_fs.startswith("file:"):
-            return False
-        local = directory
-    # a relative path is the JVM's (its working directory when it started), not this process's
-    return os.path.isabs(local) and not os.path.lexists(local)
+        return not bool(fs.exists(path))
+    except Exception:  # a platform that refuses the call, a path Hadoop refuses: Spark decides
+        return False
 
 
 def list_log(spark: SparkSession, location: str) -> LogListing:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from mssql_cdc.options import parse_options
 from mssql_cdc.source.client import CaptureInstance, CdcClient, permission_error
+from mssql_cdc.source.retry import with_retry
 from mssql_cdc.source.schema import Column, declared_columns, output_columns, union_columns
 
 __all__ = ["check_reachable", "find_instance", "infer_schema", "schema_capture_instances"]
@@ -118,7 +119,9 @@ def check_reachable(options: Mapping[str, str]) -> None:
     """Opens one connection with ``options`` (the data source options) and closes it: the
     server answers, TLS is agreed and the login is accepted. The command line asks it before
     it starts Spark, so a wrong server, login or TLS setting fails in about a second with one
-    line instead of after Spark's start with a JVM trace. Runs on the driver.
+    line instead of after Spark's start with a JVM trace; transient errors are retried as the
+    data source retries them (``source.retry``). Runs where it is called: the command line
+    does not call it under Spark Connect, where the data source connects from the server.
 
     Raises:
         ValueError: a bad option. TlsError, LoginError, ConnectionLostError, SqlTimeoutError:
@@ -126,7 +129,8 @@ def check_reachable(options: Mapping[str, str]) -> None:
     """
     client = _server_client(options)
     try:
-        client.connection  # noqa: B018 (opens it)
+        # retried as the source's own first connection is (a failover, a network blip)
+        with_retry(client, "connecting", lambda: client.connection)
     finally:
         client.close()
 
