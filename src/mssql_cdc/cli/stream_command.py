@@ -227,8 +227,8 @@ def run_stream(args: argparse.Namespace, out: TextIO) -> int:
     if several:
         _check_many(args)
     options = options_from(args, os.environ)
-    # SQL Server before Spark: a wrong server, login or TLS setting fails in a second, in one
-    # line (with --schema, the question for its tables is that first connection). Not under
+    # SQL Server before Spark: a wrong server, login or TLS setting fails before Spark starts,
+    # in one line (with --schema, the question for its tables is that first connection). Not under
     # Spark Connect: the data source connects from the server, which may reach SQL Server
     # where this machine cannot.
     if args.schema is not None:

@@ -118,8 +118,8 @@ def _server_client(options: Mapping[str, str]) -> CdcClient:
 def check_reachable(options: Mapping[str, str]) -> None:
     """Opens one connection with ``options`` (the data source options) and closes it: the
     server answers, TLS is agreed and the login is accepted. The command line asks it before
-    it starts Spark, so a wrong server, login or TLS setting fails in about a second with one
-    line instead of after Spark's start with a JVM trace; transient errors are retried as the
+    it starts Spark, so a wrong server, login or TLS setting fails before Spark's start with one
+    line instead of after it with a JVM trace; transient errors are retried as the
     data source retries them (``source.retry``). Runs where it is called: the command line
     does not call it under Spark Connect, where the data source connects from the server.
 
