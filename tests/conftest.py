@@ -46,11 +46,10 @@ def connect_spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSes
     pytest.importorskip("pandas", reason="Spark Connect needs pyspark[connect] (grpcio, pandas)")
     from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
-    from connect_server import free_port, launch
+    from connect_server import launch_on_a_free_port
 
     base: Path = tmp_path_factory.mktemp("spark-connect")
-    port = free_port()
-    server = launch(port, base / "warehouse", base / "server.log")
+    port, server = launch_on_a_free_port(base / "warehouse", base / "server.log")
     try:
         with pytest.MonkeyPatch.context() as env:
             env.setenv("SPARK_CONNECT_MODE_ENABLED", "1")

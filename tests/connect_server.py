@@ -59,6 +59,27 @@ def launch(port: int, warehouse: Path, log: Path) -> subprocess.Popen[str]:
     return proc
 
 
+def launch_on_a_free_port(
+    warehouse: Path, log: Path, attempts: int = 3
+) -> tuple[int, subprocess.Popen[str]]:
+    """:func:`launch` on a port :func:`free_port` found, ``(port, process)``. The port is free
+    when found but not held: a Spark JVM of another test process can be given it (its own
+    ports are the kernel's picks) before the server binds it, so a ``BindException`` is tried
+    again on another port, up to ``attempts`` times.
+
+    Raises:
+        RuntimeError: as :func:`launch`, or the last ``BindException``.
+    """
+    for attempt in range(1, attempts + 1):
+        port = free_port()
+        try:
+            return port, launch(port, warehouse, log)
+        except RuntimeError as exc:
+            if "BindException" not in str(exc) or attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
 def main(port: str, warehouse: str) -> None:
     from local_spark import spark_config
     from mssql_cdc.spark import get_spark
