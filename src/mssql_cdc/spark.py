@@ -137,6 +137,16 @@ def _user_sets_driver_java_options() -> bool:
 #: the driver's Log4j 2 configuration in a :func:`short_run_config` session (next to this
 #: module): errors only, so Spark's start-up warnings stay out of a command's output
 QUIET_LOG4J2 = "log4j2-quiet.properties"
+#: the driver's Log4j 2 configuration in a :func:`stream_run_config` session (next to this
+#: module): Spark's warnings, less those every streaming run prints that no one can act on
+STREAM_LOG4J2 = "log4j2-stream.properties"
+
+
+def _driver_log4j2(name: str) -> str:
+    """The JVM option that reads the Log4j 2 configuration ``name`` next to this module, empty
+    when the file is missing."""
+    path = Path(__file__).with_name(name)
+    return f"-Dlog4j2.configurationFile={path.as_uri()}" if path.is_file() else ""
 
 
 def short_run_config() -> dict[str, str]:
@@ -146,12 +156,19 @@ def short_run_config() -> dict[str, str]:
     Log4j 2 configuration :data:`QUIET_LOG4J2`."""
     config = {"spark.ui.enabled": "false"}
     if not _user_sets_driver_java_options():
-        options = SHORT_RUN_JAVA_OPTIONS
-        quiet = Path(__file__).with_name(QUIET_LOG4J2)
-        if quiet.is_file():
-            options += f" -Dlog4j2.configurationFile={quiet.as_uri()}"
+        options = f"{SHORT_RUN_JAVA_OPTIONS} {_driver_log4j2(QUIET_LOG4J2)}".strip()
         config["spark.driver.extraJavaOptions"] = options
     return config
+
+
+def stream_run_config() -> dict[str, str]:
+    """Settings for the local session of a long-running stream (``mssql-cdc stream``): unless
+    the user's Spark configuration gives the driver JVM options, the Log4j 2 configuration
+    :data:`STREAM_LOG4J2`; the JVM and the Spark UI as Spark sets them."""
+    if _user_sets_driver_java_options():
+        return {}
+    options = _driver_log4j2(STREAM_LOG4J2)
+    return {"spark.driver.extraJavaOptions": options} if options else {}
 
 
 def get_spark(

@@ -92,6 +92,9 @@ MANY += ["--target", "/b/{ci}", "--checkpoint", "/cp/{ci}"]
             "--retention-hours must be positive",
         ),
         (["status", "--facts", "x", "--watch", "--json"], "--watch and --json: choose one"),
+        (["status", "--facts", "x", "--max-lag-minutes", "-5"], "--max-lag-minutes must be"),
+        (["status", "--facts", "x", "--min-headroom-hours", "0"], "--min-headroom-hours must be"),
+        (["status", "--facts", "x", "--max-batch-age-minutes", "nan"], "got nan"),
         (["report", "--facts", "x", "--out", "r.txt"], "the extension picks the format"),
         (["report", "--facts", "x", "--out", "r.png", "--hours", "0"], "--hours must be positive"),
         (["demo", "--seconds", "0"], "--seconds must be positive, got 0"),
@@ -117,7 +120,13 @@ MANY += ["--target", "/b/{ci}", "--checkpoint", "/cp/{ci}"]
         ([*STREAM, "--option", "=4"], "the NAME is missing"),
         ([*STREAM, "--option", "accessToken=t"], "--option accessToken holds a password"),
         ([*STREAM, "--trigger", "every minute"], "use availableNow, once or processingTime"),
-        ([*STREAM, "--trigger", "processingTime=banana"], "an interval Spark reads"),
+        (
+            [*STREAM, "--trigger", "processingTime=banana"],
+            "--trigger 'processingTime=banana': processingTime must be an interval Spark reads, "
+            "got 'banana': '<number> <unit>' pairs",
+        ),
+        ([*STREAM, "--trigger", "continuous=1 second"], "continuous processing runs neither"),
+        ([*STREAM, "--trigger", "availableNow=true"], "use availableNow, once or processingTime"),
         (
             [*STREAM, "--capture-instance", "d", "--query-name", "q"],
             "--query-name names one query",
@@ -205,3 +214,25 @@ def test_stream_fails_on_an_unreachable_server_before_spark_starts(monkeypatch, 
     assert "127.0.0.1" in err
     assert "\n" not in err
     assert "not-the-password" not in err
+
+
+@pytest.mark.parametrize("value", ["processingTime=banana", "continuous=1 second"])
+def test_a_refused_trigger_is_worded_for_the_command_line(value, capsys):
+    from mssql_cdc import cli
+
+    assert cli.main([*STREAM, "--trigger", value]) == 2
+    err = capsys.readouterr().err
+    # the library's wording shows Python mappings; the command names its own argument
+    assert "{" not in err
+    assert "allowed:" not in err
+
+
+def test_an_argument_a_subcommand_does_not_take_shows_that_subcommands_usage(capsys):
+    from mssql_cdc import cli
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["check", "--server", "db", "--capture-instance", "c", "--trigger", "once"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: mssql-cdc check ")
+    assert "mssql-cdc check: error: unrecognized arguments: --trigger once" in err

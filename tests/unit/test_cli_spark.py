@@ -98,3 +98,37 @@ def test_the_users_driver_java_options_are_not_replaced(built, monkeypatch, tmp_
     assert "spark.driver.extraJavaOptions" in short_run_config()
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-java-options -Dx=1 pyspark-shell")
     assert short_run_config() == {"spark.ui.enabled": "false"}
+
+
+def test_the_stream_session_keeps_sparks_warnings_less_the_ones_every_run_prints(built):
+    from mssql_cdc.spark import STREAM_LOG4J2, stream_run_config
+
+    path = Path(spark_module.__file__).with_name(STREAM_LOG4J2)
+    assert stream_run_config() == {
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={path.as_uri()}"
+    }
+    text = path.read_text()
+    assert "rootLogger.level = warn" in text
+    levels = dict(line.split(" = ") for line in text.splitlines() if line.startswith("logger."))
+    silenced = {
+        levels[key.replace(".level", ".name")]
+        for key, level in levels.items()
+        if key.endswith(".level") and level == "error"
+    }
+    assert {
+        "org.apache.hadoop.util.NativeCodeLoader",
+        "org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream",
+        "org.apache.spark.util.SparkStringUtils",
+        "org.apache.spark.sql.execution.datasources.DataSource",
+    } <= silenced
+    # a real problem of Spark's still shows: nothing else is turned down
+    assert "org.apache.spark" not in silenced
+
+
+def test_the_users_driver_java_options_are_kept_for_a_stream_too(built, tmp_path):
+    from mssql_cdc.spark import stream_run_config
+
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.driver.extraJavaOptions -Dx=1\n")
+    assert stream_run_config() == {}

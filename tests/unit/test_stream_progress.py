@@ -57,7 +57,7 @@ def test_the_plain_line_says_what_landed():
     )
     assert batch_line(p) == (
         "orders: batch 3 read 1,200 rows (800.0 rows/s), lag 2.0 s, offset "
-        "0x00000000000000000003; 1 batches, 1,200 rows so far"
+        "0x00000000000000000003; 1 batch, 1,200 rows so far"
     )
 
 
@@ -93,3 +93,18 @@ def test_no_progress_prints_nothing():
     with follow({"t": FakeQuery("t", [event(0, 1)])}, out, enabled=False):
         pass
     assert out.getvalue() == ""
+
+
+def test_the_closing_line_counts_the_micro_batches_that_ran():
+    from mssql_cdc.cli.stream_command import _summary
+
+    def ran(batch, rows):
+        return {"batchId": batch, "numInputRows": rows, "durationMs": {"addBatch": 5}}
+
+    idle = {"batchId": 3, "numInputRows": 0, "durationMs": {"latestOffset": 2}}
+    # an availableNow rerun that found nothing: Spark reports one trigger without a batch
+    assert _summary(FakeQuery("q", [idle])) == "nothing new to read: no micro-batch ran"
+    assert _summary(FakeQuery("q", [ran(1, 2), ran(2, 1_000), idle])) == (
+        "1,002 rows read in 2 micro-batches (Spark's count)"
+    )
+    assert _summary(FakeQuery("q", [ran(1, 0)])) == "0 rows read in 1 micro-batch (Spark's count)"

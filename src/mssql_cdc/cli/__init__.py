@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--hours", type=float, help="only the last H hours (default: all)")
     report.add_argument("--title", help="the report's title (default: the facts table)")
+    for sub in commands.choices.values():
+        # an argument the subcommand does not take is reported with its usage, not the top's
+        sub.set_defaults(command_parser=sub)
     return parser
 
 
@@ -153,7 +156,13 @@ def _status(args: argparse.Namespace) -> int:
         status_text,
     )
 
-    for flag in ("interval", "retention_hours"):
+    for flag in (
+        "interval",
+        "retention_hours",
+        "max_lag_minutes",
+        "min_headroom_hours",
+        "max_batch_age_minutes",
+    ):
         check_positive(f"--{flag.replace('_', '-')}", getattr(args, flag))
     if args.watch and args.json:
         raise UsageError("--watch and --json: choose one")
@@ -211,7 +220,10 @@ def _demo(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs ``mssql-cdc`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("mssql_cdc").setLevel(args.log_level)
     commands = {

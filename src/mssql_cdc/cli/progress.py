@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
+from mssql_cdc.cli.text import count_text
+
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
     from rich.table import Table
@@ -99,9 +101,10 @@ def _number(value: float | None, unit: str = "") -> str:
 def batch_line(p: StreamProgress) -> str:
     """The plain line of a micro-batch that read rows."""
     return (
-        f"{p.name}: batch {p.last_batch} read {p.last_rows:,} rows "
+        f"{p.name}: batch {p.last_batch} read {count_text(p.last_rows, 'row')} "
         f"({_number(p.rows_per_second)} rows/s), lag {_number(p.lag_seconds, ' s')}, "
-        f"offset {p.offset or '-'}; {p.batches} batches, {p.rows:,} rows so far"
+        f"offset {p.offset or '-'}; {count_text(p.batches, 'batch', 'batches')}, "
+        f"{count_text(p.rows, 'row')} so far"
     )
 
 

@@ -49,10 +49,10 @@ BREACH_EXIT = 3
 DEFAULT_RETENTION_HOURS = 72.0
 #: the footnote under the text table when the retention period is not given
 HEADROOM_NOTE = (
-    "headroom: the facts figure less the hours since the row; empty when the stream's login "
-    "cannot read the cleanup job's retention, and in rows of earlier versions the capture "
-    "instance's age while it is younger than the retention period: give --retention-hours for "
-    "the hours left before unread changes are deleted"
+    "headroom: hours before the cleanup job may delete changes this stream has not read, from "
+    "its last facts row. Empty when the stream's login cannot read the cleanup job's "
+    "retention; rows of earlier versions may show the capture instance's age instead. Give "
+    "--retention-hours for the hours left."
 )
 
 

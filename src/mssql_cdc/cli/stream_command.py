@@ -21,9 +21,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, TextIO
 
 from mssql_cdc.cli.progress import follow
+from mssql_cdc.cli.text import count_text
 from mssql_cdc.cli.usage import UsageError
 from mssql_cdc.connection_string import has_password
-from mssql_cdc.pipeline.arguments import check_trigger
+from mssql_cdc.pipeline.arguments import trigger_problem
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -126,22 +127,17 @@ def parse_trigger(text: str) -> dict[str, object]:
     """
     kind, sep, value = text.partition("=")
     kind = kind.strip()
-    trigger: dict[str, object] | None = None
     if not sep and kind in ("availableNow", "once"):
-        trigger = {kind: True}
-    elif sep and kind:
-        trigger = {kind: value.strip()}
-    if trigger is None:
-        raise UsageError(
-            f"--trigger {text!r}: use availableNow, once or processingTime=INTERVAL (e.g. "
-            "processingTime=1 minute)"
-        )
-    try:
-        checked = check_trigger(trigger)
-    except ValueError as exc:
-        raise UsageError(f"--trigger {text!r}: {exc}") from None
-    assert checked is not None
-    return checked
+        return {kind: True}
+    if sep and kind in ("processingTime", "continuous"):
+        why = trigger_problem(kind, value.strip())
+        if why is not None:
+            raise UsageError(f"--trigger {text!r}: {why}")
+        return {kind: value.strip()}
+    raise UsageError(
+        f"--trigger {text!r}: use availableNow, once or processingTime=INTERVAL (e.g. "
+        "processingTime=1 minute)"
+    )
 
 
 def _password(args: argparse.Namespace, env: Mapping[str, str], stdin: TextIO) -> str | None:
@@ -219,7 +215,7 @@ def options_from(
 
 def run_stream(args: argparse.Namespace, out: TextIO) -> int:
     """Runs the job; returns the exit code (0 when every query ended without an error)."""
-    from mssql_cdc.spark import get_spark
+    from mssql_cdc.spark import get_spark, stream_run_config
 
     # the arguments first, then the password (which may be prompted for), then Spark
     trigger = parse_trigger(args.trigger)
@@ -239,7 +235,7 @@ def run_stream(args: argparse.Namespace, out: TextIO) -> int:
 
             check_reachable(options)
         instances = list(args.capture_instance)
-    spark = get_spark("mssql-cdc-stream")
+    spark = get_spark("mssql-cdc-stream", config=stream_run_config())
     if not several:
         return _run_one(spark, args, options, trigger, out)
     return _run_many(spark, args, options, trigger, out, instances=instances)
@@ -379,10 +375,16 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _summary(query: StreamingQuery) -> str:
-    progress = query.recentProgress
-    rows = sum(int(p["numInputRows"]) for p in progress)
-    batches = len({p["batchId"] for p in progress})
+    """The closing line: rows and micro-batches by Spark's progress reports. A trigger that
+    found nothing new reports no ``addBatch`` duration: it ran no micro-batch."""
+    ran = [p for p in query.recentProgress if "addBatch" in p["durationMs"]]
+    if not ran:
+        return "nothing new to read: no micro-batch ran"
+    rows = sum(int(p["numInputRows"]) for p in ran)
+    batches = len({p["batchId"] for p in ran})
     # Spark's count of rows read: a new target's first batch has its first row read once more
     # by the sink (ADR 0157), so bronze and the facts table can hold one row fewer
-    plural = "" if batches == 1 else "es"
-    return f"{rows:,} rows read in {batches} micro-batch{plural} (Spark's count)"
+    return (
+        f"{count_text(rows, 'row')} read in {count_text(batches, 'micro-batch', 'micro-batches')} "
+        "(Spark's count)"
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["table_text"]
+__all__ = ["count_text", "table_text"]
 
 
 def table_text(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -23,3 +23,10 @@ def table_text(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(header), rule, *(line(r) for r in rows)])
+
+
+def count_text(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` with thousands separators and ``noun``, plural unless ``n`` is 1:
+    ``count_text(1, "micro-batch", "micro-batches")`` is ``"1 micro-batch"``,
+    ``count_text(2262, "row")`` is ``"2,262 rows"``."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

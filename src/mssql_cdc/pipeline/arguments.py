@@ -136,8 +136,31 @@ def interval_micros(text: str) -> int | None:
     return total if total <= _MAX_MICROS else None
 
 
-def _bad_trigger(trigger: Mapping[object, object], why: str) -> ValueError:
-    return ValueError(f"trigger {dict(trigger)!r}: {why}; allowed: {_ALLOWED}")
+def trigger_problem(kind: object, value: object, *, serverless: bool = False) -> str | None:
+    """Why ``to_delta`` refuses the one-key trigger ``{kind: value}``, ``None`` when it runs it
+    (the rule of :func:`check_trigger`, worded without the mapping so that ``mssql-cdc stream``
+    can name its own ``--trigger`` argument)."""
+    if kind == "continuous":
+        return (
+            "continuous processing runs neither foreachBatch, which to_delta writes through, "
+            "nor Python data sources; for low latency use processingTime '1 second'"
+        )
+    if kind not in TRIGGER_KINDS:
+        return f"{kind!r} is not a trigger to_delta runs"
+    if kind in ("availableNow", "once") and value is not True:
+        return f"{kind} must be True, got {value!r}"
+    if kind == "processingTime" and (not isinstance(value, str) or interval_micros(value) is None):
+        return (
+            f"processingTime must be an interval Spark reads, got {value!r}: '<number> <unit>' "
+            "pairs, units week, day, hour, minute, second (a fraction allowed), millisecond, "
+            "microsecond, e.g. '10 seconds' or '1 hour 30 minutes'"
+        )
+    if serverless and kind != "availableNow":
+        return (
+            "Databricks serverless compute runs only availableNow; schedule the job for fresher "
+            "data"
+        )
+    return None
 
 
 def check_trigger(trigger: object, *, serverless: bool = False) -> dict[str, object] | None:
@@ -167,33 +190,14 @@ def check_trigger(trigger: object, *, serverless: bool = False) -> dict[str, obj
             f"{{'availableNow': True}}, got {type(trigger).__name__}"
         )
     keys = list(trigger)
-    if len(keys) != 1:
-        raise _bad_trigger(trigger, "give exactly one trigger")
-    kind, value = keys[0], trigger[keys[0]]
-    if kind == "continuous":
-        raise _bad_trigger(
-            trigger,
-            "continuous processing runs neither foreachBatch, which to_delta writes through, "
-            "nor Python data sources; for low latency use {'processingTime': '1 second'}",
-        )
-    if kind not in TRIGGER_KINDS:
-        raise _bad_trigger(trigger, f"{kind!r} is not a trigger to_delta runs")
-    if kind in ("availableNow", "once") and value is not True:
-        raise _bad_trigger(trigger, f"{kind} must be True, got {value!r}")
-    if kind == "processingTime" and (not isinstance(value, str) or interval_micros(value) is None):
-        raise _bad_trigger(
-            trigger,
-            f"processingTime must be an interval Spark reads, got {value!r}: '<number> <unit>' "
-            "pairs, units week, day, hour, minute, second (a fraction allowed), millisecond, "
-            "microsecond, e.g. '10 seconds' or '1 hour 30 minutes'",
-        )
-    if serverless and kind != "availableNow":
-        raise _bad_trigger(
-            trigger,
-            "Databricks serverless compute runs only {'availableNow': True}; schedule the job "
-            "for fresher data",
-        )
-    return {kind: value}
+    why = (
+        trigger_problem(keys[0], trigger[keys[0]], serverless=serverless)
+        if len(keys) == 1
+        else "give exactly one trigger"
+    )
+    if why is not None:
+        raise ValueError(f"trigger {dict(trigger)!r}: {why}; allowed: {_ALLOWED}")
+    return {keys[0]: trigger[keys[0]]}
 
 
 @dataclass(frozen=True)
