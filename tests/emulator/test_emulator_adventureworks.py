@@ -263,6 +263,42 @@ def test_command_line_loads_before_it_prints_ready(directory):
         assert proc.wait(10) == 0
 
 
+@pytest.mark.skipif(bool(os.environ.get("MSSQL_CDC_TEST_SERVER")), reason="starts an emulator")
+def test_command_line_enables_cdc_on_the_tables_it_loads():
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "mssql_cdc.emulator", "--port", "0", "--adventureworks"),
+            *("--adventureworks-tables", "Sales.CurrencyRate", "--cdc"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        host, _, port = line.removeprefix("ready ").strip().rpartition(":")
+        conn = pytds.connect(
+            host, port=int(port), user="sa", password=DEFAULT_PASSWORD, autocommit=True
+        )
+        cur = conn.cursor()
+        cur.execute("EXEC sys.sp_cdc_help_change_data_capture")
+        columns = [d[0] for d in cur.description]
+        instances = [row[columns.index("capture_instance")] for row in cur.fetchall()]
+        assert instances == ["Sales_CurrencyRate"]
+        conn.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+
+
+def test_command_line_cdc_needs_adventureworks(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--port", "0", "--cdc"])
+    assert exit_.value.code == 2
+    assert "--cdc needs --adventureworks" in capsys.readouterr().err
+
+
 def test_command_line_rejects_a_directory_without_tables_json(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--port", "0", "--adventureworks", str(Path(tmp_path))])

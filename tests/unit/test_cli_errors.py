@@ -93,7 +93,21 @@ MANY += ["--target", "/b/{ci}", "--checkpoint", "/cp/{ci}"]
         ),
         (["status", "--facts", "x", "--watch", "--json"], "--watch and --json: choose one"),
         (["status", "--facts", "x", "--max-lag-minutes", "-5"], "--max-lag-minutes must be"),
-        (["status", "--facts", "x", "--min-headroom-hours", "0"], "--min-headroom-hours must be"),
+        (["status", "--facts", "x", "--min-headroom-hours", "-1"], "must be zero or more, got -1"),
+        (
+            ["status", "--facts", "x", "--max-lag-minutes", "0"],
+            "--max-lag-minutes must be positive",
+        ),
+        (
+            [
+                "stream",
+                "--connection-string",
+                "Server=db",
+                *STREAM[3:],
+                "--trust-server-certificate",
+            ],
+            "--trust-server-certificate goes with --server",
+        ),
         (["status", "--facts", "x", "--max-batch-age-minutes", "nan"], "got nan"),
         (["report", "--facts", "x", "--out", "r.txt"], "the extension picks the format"),
         (["report", "--facts", "x", "--out", "r.png", "--hours", "0"], "--hours must be positive"),
@@ -227,12 +241,101 @@ def test_a_refused_trigger_is_worded_for_the_command_line(value, capsys):
     assert "allowed:" not in err
 
 
-def test_an_argument_a_subcommand_does_not_take_shows_that_subcommands_usage(capsys):
+@pytest.mark.parametrize(
+    ("argv", "usage", "error"),
+    [
+        (
+            ["check", "--server", "db", "--capture-instance", "c", "--trigger", "once"],
+            "usage: mssql-cdc check ",
+            "mssql-cdc check: error: unrecognized arguments: --trigger once\n",
+        ),
+        (  # before the subcommand: the top level's
+            ["--bogus", "check", "--server", "db", "--capture-instance", "c"],
+            "usage: mssql-cdc [-h]",
+            "mssql-cdc: error: unrecognized arguments: --bogus\n",
+        ),
+        (
+            ["status", "--facts", "x", "--log-level", "debug"],
+            "usage: mssql-cdc status ",
+            "unrecognized arguments: --log-level debug (--log-level goes before the subcommand: "
+            "mssql-cdc --log-level DEBUG status ...)",
+        ),
+    ],
+)
+def test_an_argument_nobody_takes_shows_the_usage_of_where_it_was_given(argv, usage, error, capsys):
     from mssql_cdc import cli
 
     with pytest.raises(SystemExit) as exit_:
-        cli.main(["check", "--server", "db", "--capture-instance", "c", "--trigger", "once"])
+        cli.main(argv)
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith("usage: mssql-cdc check ")
-    assert "mssql-cdc check: error: unrecognized arguments: --trigger once" in err
+    assert err.startswith(usage)
+    assert error in err
+
+
+def test_a_zero_headroom_threshold_is_a_threshold():
+    # 0 alerts once unread changes may already be deleted: allowed, unlike a negative one
+    from mssql_cdc.cli.usage import UsageError, check_non_negative
+
+    check_non_negative("--min-headroom-hours", 0.0)
+    check_non_negative("--min-headroom-hours", None)
+    for bad in (-0.5, float("nan"), float("inf")):
+        with pytest.raises(UsageError, match="--min-headroom-hours must be zero or more"):
+            check_non_negative("--min-headroom-hours", bad)
+
+
+def test_trust_server_certificate_goes_into_the_connection_string():
+    from mssql_cdc import cli
+    from mssql_cdc.cli.stream_command import options_from
+
+    args = cli.build_parser().parse_args([*STREAM, "--trust-server-certificate", "--encrypt", "no"])
+    options = options_from(args, {})
+    assert options["connectionString"] == ("Server=tcp:db;Encrypt=no;TrustServerCertificate=yes")
+    plain = options_from(cli.build_parser().parse_args(STREAM), {})
+    assert plain["connectionString"] == "Server=tcp:db;Encrypt=yes"
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_a_refused_login_without_a_password_says_none_was_given(given, monkeypatch, capsys):
+    import io
+
+    from mssql_cdc import cli, source
+    from mssql_cdc.errors import LoginError
+
+    def refused(options):
+        raise LoginError("Login failed for user 'sa'.", number=18456, server="db")
+
+    monkeypatch.setattr(source, "check_reachable", refused)
+    monkeypatch.setattr("sys.stdin", io.StringIO())  # no terminal to prompt on
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    if given:
+        monkeypatch.setenv("MSSQL_CDC_PASSWORD", "wrong-one")
+    else:
+        monkeypatch.delenv("MSSQL_CDC_PASSWORD", raising=False)
+    assert cli.main([*STREAM, "--user", "sa"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mssql-cdc stream: LoginError: [18456] Login failed for user 'sa'.")
+    hint = "No password was given: MSSQL_CDC_PASSWORD is unset and there is no terminal"
+    assert (hint in err) is not given
+    assert "wrong-one" not in err
+
+
+def test_stream_starts_spark_with_the_stream_logging(monkeypatch):
+    from mssql_cdc import cli, source
+    from mssql_cdc import spark as spark_module
+
+    configs = []
+
+    class StartedError(Exception):
+        pass
+
+    def fake_get_spark(app_name, master="local[*]", *, delta=True, config=None):
+        configs.append(config)
+        raise StartedError
+
+    monkeypatch.setattr(source, "check_reachable", lambda options: None)
+    monkeypatch.setattr(spark_module, "get_spark", fake_get_spark)
+    monkeypatch.setattr(spark_module, "stream_run_config", lambda: {"marker": "stream"})
+    with pytest.raises(StartedError):
+        cli.main(STREAM)
+    assert configs == [{"marker": "stream"}]

@@ -4,6 +4,7 @@ the driver JVM options; an active or Spark Connect session is used as it is."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,38 @@ def test_the_users_driver_java_options_are_not_replaced(built, monkeypatch, tmp_
     assert short_run_config() == {"spark.ui.enabled": "false"}
 
 
+def _stream_loggers() -> dict[str, dict[str, str]]:
+    """The packaged stream configuration's loggers: id -> their settings (``name``, ``level``,
+    ``filter...``)."""
+    from mssql_cdc.spark import STREAM_LOG4J2
+
+    loggers: dict[str, dict[str, str]] = {}
+    for line in Path(spark_module.__file__).with_name(STREAM_LOG4J2).read_text().splitlines():
+        if line.startswith("logger."):
+            key, value = line.split(" = ", 1)
+            _, ident, setting = key.split(".", 2)
+            loggers.setdefault(ident, {})[setting] = value
+    return loggers
+
+
+#: what the stream's configuration turns down, by Spark minor where the class moved
+STREAM_SILENCED = {
+    "org.apache.hadoop.util.NativeCodeLoader",
+    "org.apache.spark.sql.execution.streaming.ResolveWriteToStream",  # 4.0
+    "org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream",  # 4.1, 4.2
+    "org.apache.spark.sql.catalyst.util.SparkStringUtils",  # 4.0
+    "org.apache.spark.util.SparkStringUtils",  # 4.1, 4.2
+}
+#: what Spark's own default configuration turns down, kept in ours
+SPARK_DEFAULTS = {
+    "org.sparkproject.jetty.util.component.AbstractLifeCycle",
+    "org.apache.hadoop.hive.metastore.RetryingHMSHandler",
+    "org.apache.hadoop.hive.metastore.ObjectStore",
+    "org.apache.parquet.CorruptStatistics",
+    "parquet.CorruptStatistics",
+}
+
+
 def test_the_stream_session_keeps_sparks_warnings_less_the_ones_every_run_prints(built):
     from mssql_cdc.spark import STREAM_LOG4J2, stream_run_config
 
@@ -107,22 +140,37 @@ def test_the_stream_session_keeps_sparks_warnings_less_the_ones_every_run_prints
     assert stream_run_config() == {
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={path.as_uri()}"
     }
-    text = path.read_text()
-    assert "rootLogger.level = warn" in text
-    levels = dict(line.split(" = ") for line in text.splitlines() if line.startswith("logger."))
-    silenced = {
-        levels[key.replace(".level", ".name")]
-        for key, level in levels.items()
-        if key.endswith(".level") and level == "error"
-    }
-    assert {
-        "org.apache.hadoop.util.NativeCodeLoader",
-        "org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream",
-        "org.apache.spark.util.SparkStringUtils",
-        "org.apache.spark.sql.execution.datasources.DataSource",
-    } <= silenced
-    # a real problem of Spark's still shows: nothing else is turned down
-    assert "org.apache.spark" not in silenced
+    assert "rootLogger.level = warn" in path.read_text()
+    loggers = _stream_loggers()
+    quiet = {s["name"] for s in loggers.values() if s.get("level") in ("error", "fatal")}
+    assert quiet == STREAM_SILENCED | SPARK_DEFAULTS  # nothing else is turned down
+    # DataSource keeps its warnings but the one about a listed _delta_log
+    (listing,) = (s for s in loggers.values() if s["name"].endswith(".DataSource"))
+    assert "level" not in listing
+    regex = re.compile(listing["filter.deltalog.regex"].replace("\\\\", "\\"))
+    assert listing["filter.deltalog.onMatch"] == "DENY"
+    assert regex.fullmatch("All paths were ignored:\n  file:/tmp/t/_delta_log\n")
+    assert not regex.fullmatch("All paths were ignored:\n  file:/data/landing")
+    assert not regex.fullmatch("Multiple sources found for delta, defaulting to the internal one")
+
+
+def test_the_loggers_turned_down_name_classes_of_the_installed_spark():
+    import zipfile
+
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    classes = set()
+    for jar in jars.glob("*.jar"):
+        with zipfile.ZipFile(jar) as z:
+            classes.update(n[: -len(".class")].replace("/", ".") for n in z.namelist())
+    names = {s["name"] for s in _stream_loggers().values()}
+    spark_ones = {n for n in STREAM_SILENCED if n.startswith("org.apache.spark")}
+    # each class is under one of its two names in any one minor
+    present = spark_ones & classes
+    assert {n.rsplit(".", 1)[1] for n in present} == {"ResolveWriteToStream", "SparkStringUtils"}
+    assert "org.apache.hadoop.util.NativeCodeLoader" in classes
+    assert "org.apache.spark.sql.execution.datasources.DataSource" in classes & names
 
 
 def test_the_users_driver_java_options_are_kept_for_a_stream_too(built, tmp_path):

@@ -105,6 +105,19 @@ def test_report_files(tmp_path, suffix):
         assert "<td>re-snapshot landed</td><td>resnapshot</td>" in page
 
 
+def test_one_batch_is_drawn_in_a_window_around_it_and_named_in_the_singular():
+    import matplotlib.dates as mdates
+
+    from mssql_cdc.cli.report import report_figure
+
+    fig = report_figure(stream_series(facts([batch("orders", 0, 0, 1)])), "t")
+    low, high = (mdates.num2date(v).replace(tzinfo=None) for v in fig.axes[-1].get_xlim())
+    # matplotlib alone would draw one point on an axis of several years
+    assert (low, high) == (T0 - timedelta(minutes=10), T0 + timedelta(minutes=10))
+    labels = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert labels == ["orders: 1 batch, 1 row"]
+
+
 def test_an_empty_facts_table_still_draws(tmp_path):
     out = render_report(facts([]), tmp_path / "r.png")
     assert out.read_bytes().startswith(b"\x89PNG")

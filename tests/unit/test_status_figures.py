@@ -12,6 +12,7 @@ import pytest
 from mssql_cdc.cli.status import (
     BREACH_EXIT,
     HEADROOM_NOTE,
+    LAG_NOTE,
     StreamStatus,
     Thresholds,
     breaches,
@@ -96,6 +97,8 @@ def test_json_holds_every_figure_and_the_verdict():
 def test_text_explains_the_headroom_when_the_retention_is_not_given():
     text = status_text([stream()], [], now=lambda: NOW)
     assert HEADROOM_NOTE in text
+    assert LAG_NOTE in text  # a growing capture lag on a quiet database is not an outage
+    assert LAG_NOTE not in status_text([], [], now=lambda: NOW)  # no table, no footnote
     assert "0.1" in text.splitlines()[2]  # 10 min age less 2 min since
     known = status_text([stream()], [], now=lambda: NOW, retention_hours=72.0)
     assert HEADROOM_NOTE not in known

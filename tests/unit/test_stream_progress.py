@@ -108,3 +108,12 @@ def test_the_closing_line_counts_the_micro_batches_that_ran():
         "1,002 rows read in 2 micro-batches (Spark's count)"
     )
     assert _summary(FakeQuery("q", [ran(1, 0)])) == "0 rows read in 1 micro-batch (Spark's count)"
+    # Ctrl-C during the first batch: not "nothing new"
+    assert _summary(FakeQuery("q", [idle]), stopped=True) == "stopped before a micro-batch finished"
+    assert _summary(FakeQuery("q", []), stopped=True) == "stopped before a micro-batch finished"
+    assert _summary(FakeQuery("q", [])) == "nothing new to read: no micro-batch ran"
+    # Spark keeps the last 100 reports: the count says so once it may have dropped some
+    kept = [ran(i, 1) for i in range(60)] + [dict(idle, batchId=60)] * 40
+    assert _summary(FakeQuery("q", kept)) == (
+        "60 rows read in 60 micro-batches (Spark's count, of its last 100 progress reports)"
+    )

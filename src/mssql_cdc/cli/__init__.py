@@ -14,12 +14,12 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from mssql_cdc.cli import check as check_command
 from mssql_cdc.cli import stream_command
 from mssql_cdc.cli.status import BREACH_EXIT
-from mssql_cdc.cli.usage import USAGE_EXIT, UsageError, check_positive
+from mssql_cdc.cli.usage import USAGE_EXIT, UsageError, check_non_negative, check_positive
 from mssql_cdc.errors import MssqlCdcError, find_error, find_error_in_text
 
 if TYPE_CHECKING:
@@ -156,14 +156,10 @@ def _status(args: argparse.Namespace) -> int:
         status_text,
     )
 
-    for flag in (
-        "interval",
-        "retention_hours",
-        "max_lag_minutes",
-        "min_headroom_hours",
-        "max_batch_age_minutes",
-    ):
+    for flag in ("interval", "retention_hours", "max_lag_minutes", "max_batch_age_minutes"):
         check_positive(f"--{flag.replace('_', '-')}", getattr(args, flag))
+    # 0 alerts once the headroom is gone (unread changes may already be deleted)
+    check_non_negative("--min-headroom-hours", args.min_headroom_hours)
     if args.watch and args.json:
         raise UsageError("--watch and --json: choose one")
     thresholds = Thresholds(
@@ -218,12 +214,34 @@ def _demo(args: argparse.Namespace) -> int:
     )
 
 
+def _unrecognized(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    words: Sequence[str],
+    extra: Sequence[str],
+) -> NoReturn:
+    """Reports arguments nobody took with the usage of the parser they were given to: the
+    subcommand's, or the top level's for those before the subcommand (argparse's own error,
+    exit code 2)."""
+    # the subcommand's word is the first that names one (no top-level option takes such a value)
+    before = bool(set(extra) & set(words[: words.index(args.command)]))
+    text = f"unrecognized arguments: {' '.join(extra)}"
+    if not before and any(word.split("=")[0] == "--log-level" for word in extra):
+        text += (
+            " (--log-level goes before the subcommand: "
+            f"mssql-cdc --log-level DEBUG {args.command} ...)"
+        )
+    chosen: argparse.ArgumentParser = parser if before else args.command_parser
+    chosen.error(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs ``mssql-cdc`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args, extra = parser.parse_known_args(words)
     if extra:
-        args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        _unrecognized(parser, args, words, extra)
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("mssql_cdc").setLevel(args.log_level)
     commands = {

@@ -57,19 +57,6 @@ def _instance(table: str) -> str:
     return table.replace(".", "_")
 
 
-def _enable_cdc(emu: Emulator, tables: Sequence[str]) -> None:
-    from mssql_cdc.emulator.workload import LocalSession
-
-    with LocalSession(emu) as session:
-        session.execute("EXEC sys.sp_cdc_enable_db")
-        for table in tables:
-            schema, name = table.split(".")
-            session.execute(
-                f"EXEC sys.sp_cdc_enable_table @source_schema = N'{schema}', "
-                f"@source_name = N'{name}', @role_name = NULL"
-            )
-
-
 def _start_streams(
     spark: SparkSession, emu: Emulator, config: DemoConfig, queries: dict[str, StreamingQuery]
 ) -> None:
@@ -228,6 +215,7 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
     from pyspark.sql import SparkSession
 
     from mssql_cdc.emulator import Emulator
+    from mssql_cdc.emulator.workload import enable_cdc
     from mssql_cdc.spark import get_spark, short_run_config
 
     owns_spark = SparkSession.getActiveSession() is None
@@ -235,7 +223,7 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
     print(f"mssql-cdc demo: writing under {config.workdir}", file=out, flush=True)
     emu = Emulator(adventureworks=True).start()
     try:
-        _enable_cdc(emu, config.tables)
+        enable_cdc(emu, config.tables)
         emu.set_polling_interval(1.0)  # the capture job, as on SQL Server
         print(
             f"emulator on {emu.host}:{emu.port}: AdventureWorks loaded, CDC on "
@@ -320,9 +308,9 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
         file=out,
     )
     print(
-        "ingestion lag (s): how far the last batch's end is behind the newest commit CDC "
-        "captured; capture lag (s): how far that commit is behind the reader's clock (CDC's "
-        "capture job scans the log every few seconds)\n"
+        "batches: every micro-batch, each with its facts row, also those that read no rows "
+        "(last batch is the newest one's id, from 0); the progress lines above count the bronze "
+        "commits, which only batches with rows make\n"
         "headroom (h): hours before CDC cleanup would delete changes not streamed yet (the "
         f"emulator keeps changes {retention_hours:g} h)\n"
         f"the Delta tables are under {config.workdir}; look again with:\n"

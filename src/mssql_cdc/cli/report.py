@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mssql_cdc.cli.text import count_text
+
 if TYPE_CHECKING:
     import pyarrow as pa
     from matplotlib.figure import Figure
@@ -161,6 +163,10 @@ def _values(values: Sequence[float | None]) -> list[float]:
     return [float("nan") if v is None else float(v) for v in values]
 
 
+#: the narrowest time axis drawn: a single batch sits in the middle of this window
+_NARROWEST = dt.timedelta(minutes=20)
+
+
 def report_figure(streams: Sequence[StreamSeries], title: str) -> Figure:
     """The five panels (module docstring) of ``streams`` on one time axis."""
     require_matplotlib()
@@ -171,7 +177,7 @@ def report_figure(streams: Sequence[StreamSeries], title: str) -> Figure:
     panels = [
         ("rows per batch", "rows"),
         ("rows per second", "rows/s"),
-        ("lag: ingestion (solid), capture (dashed)", "seconds"),
+        ("lag: ingestion (solid, dots), capture (dashed, crosses)", "seconds"),
         ("retention headroom", "hours"),
         ("batch duration", "seconds"),
     ]
@@ -193,10 +199,12 @@ def report_figure(streams: Sequence[StreamSeries], title: str) -> Figure:
             axes[0].plot(x, _values(s.rows), **style)
             axes[1].plot(x, _values(s.rows_per_second), **style)
             axes[2].plot(x, _values(s.ingestion_lag_seconds), **style)
-            axes[2].plot(x, _values(s.capture_lag_seconds), ls="--", **style)
+            crosses = {**style, "marker": "x" if marker else None}
+            axes[2].plot(x, _values(s.capture_lag_seconds), ls="--", **crosses)
             axes[3].plot(x, _values(s.retention_headroom_hours), **style)
             axes[4].plot(x, _values(s.duration_seconds), **style)
-        label = f"{s.app_id}: {len(x):,} batches, {s.total_rows:,} rows"
+        batches = count_text(len(x), "batch", "batches")
+        label = f"{s.app_id}: {batches}, {count_text(s.total_rows, 'row')}"
         handles.append(Line2D([], [], color=color, lw=2, label=label))
         for when, kind, _ in s.events:
             _, ecolor, ls = EVENT_STYLES[kind]
@@ -209,6 +217,11 @@ def report_figure(streams: Sequence[StreamSeries], title: str) -> Figure:
     for ax in axes:  # every figure is a size: its zero is part of the picture
         top = max(ax.get_ylim()[1], 0.0)
         ax.set_ylim(0.0, top * 1.08 if top > 0 else 1.0)
+    times = [t for s in streams for t in s.written_at] + [e[0] for s in streams for e in s.events]
+    if times and max(times) - min(times) < _NARROWEST:
+        # one point (or a few at once): a window around it, not the years matplotlib picks
+        middle = min(times) + (max(times) - min(times)) / 2
+        axes[-1].set_xlim(middle - _NARROWEST / 2, middle + _NARROWEST / 2)
     locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
     axes[-1].xaxis.set_major_locator(locator)
     formatter = mdates.ConciseDateFormatter(locator)  # type: ignore[no-untyped-call]

@@ -32,6 +32,7 @@ __all__ = [
     "BREACH_EXIT",
     "DEFAULT_RETENTION_HOURS",
     "HEADROOM_NOTE",
+    "LAG_NOTE",
     "StreamStatus",
     "Thresholds",
     "breaches",
@@ -49,10 +50,16 @@ BREACH_EXIT = 3
 DEFAULT_RETENTION_HOURS = 72.0
 #: the footnote under the text table when the retention period is not given
 HEADROOM_NOTE = (
-    "headroom: hours before the cleanup job may delete changes this stream has not read, from "
-    "its last facts row. Empty when the stream's login cannot read the cleanup job's "
-    "retention; rows of earlier versions may show the capture instance's age instead. Give "
-    "--retention-hours for the hours left."
+    "headroom: the retention headroom of the stream's last facts row less the hours since that "
+    "row. Empty when the stream's login cannot read the cleanup job's retention; in rows of "
+    "earlier versions, the capture instance's age while it is younger than the retention. "
+    "--retention-hours makes it the hours left before unread changes are deleted."
+)
+#: the footnote on the lag columns under the text table
+LAG_NOTE = (
+    "ingestion lag: how far the batch's end is behind the newest commit CDC captured; capture "
+    "lag: how far that commit is behind the reader's clock, which grows while the database has "
+    "no captured writes (a quiet database, not a broken one, unless a heartbeat writes)."
 )
 
 
@@ -282,6 +289,8 @@ def status_text(
     current = (now or _utcnow)()
     header, body = status_rows(streams, current, thresholds or Thresholds(), retention_hours)
     out = [table_text(header, body) if body else "no micro-batch rows"]
+    if body:
+        out.append(LAG_NOTE)
     if body and retention_hours is None:
         out.append(HEADROOM_NOTE)
     if events:

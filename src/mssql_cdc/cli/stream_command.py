@@ -17,13 +17,14 @@ import getpass
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, TextIO
 
 from mssql_cdc.cli.progress import follow
 from mssql_cdc.cli.text import count_text
 from mssql_cdc.cli.usage import UsageError
 from mssql_cdc.connection_string import has_password
+from mssql_cdc.errors import LoginError
 from mssql_cdc.pipeline.arguments import trigger_problem
 
 if TYPE_CHECKING:
@@ -108,7 +109,17 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"environment variable holding the password (default {PASSWORD_ENV}); "
         "prompted for on a terminal when unset",
     )
-    parser.add_argument("--encrypt", default="yes", help="Encrypt= of the connection (yes/no)")
+    parser.add_argument(
+        "--encrypt",
+        default="yes",
+        help="with --server, Encrypt= of the connection: yes (default), no or strict",
+    )
+    parser.add_argument(
+        "--trust-server-certificate",
+        action="store_true",
+        help="with --server, accept the server's certificate without checking it "
+        "(TrustServerCertificate=yes): only for a server you trust, e.g. a test server",
+    )
     parser.add_argument(
         "--option",
         action="append",
@@ -167,6 +178,25 @@ def _connection_string(text: str, what: str, env_var: str) -> str:
     return text
 
 
+def _connection(args: argparse.Namespace) -> str:
+    """The connection string of ``args``: ``--connection-string`` checked for secrets, or one
+    built from ``--server``, ``--encrypt``, ``--database`` and ``--trust-server-certificate``."""
+    trust = getattr(args, "trust_server_certificate", False)
+    if args.connection_string:
+        if trust:
+            raise UsageError(
+                "--trust-server-certificate goes with --server; with --connection-string put "
+                "TrustServerCertificate=yes in the string"
+            )
+        return _connection_string(args.connection_string, "--connection-string", args.password_env)
+    connection = f"Server=tcp:{args.server};Encrypt={args.encrypt}"
+    if args.database:
+        connection += f";Database={args.database}"
+    if trust:
+        connection += ";TrustServerCertificate=yes"
+    return connection
+
+
 def options_from(
     args: argparse.Namespace, env: Mapping[str, str], stdin: TextIO | None = None
 ) -> dict[str, str]:
@@ -177,14 +207,7 @@ def options_from(
             ``--option connectionString=``) holding a password or token, or ``--option
             password=`` / ``accessToken=`` / ``PWD=``; or an ``--option`` without ``=``.
     """
-    if args.connection_string:
-        connection = _connection_string(
-            args.connection_string, "--connection-string", args.password_env
-        )
-    else:
-        connection = f"Server=tcp:{args.server};Encrypt={args.encrypt}"
-        if args.database:
-            connection += f";Database={args.database}"
+    connection = _connection(args)
     options = {"connectionString": connection}
     instances = args.capture_instance or []
     if isinstance(instances, str):
@@ -227,18 +250,38 @@ def run_stream(args: argparse.Namespace, out: TextIO) -> int:
     # in one line (with --schema, the question for its tables is that first connection). Not under
     # Spark Connect: the data source connects from the server, which may reach SQL Server
     # where this machine cannot.
-    if args.schema is not None:
-        instances = _schema_instances(options, args.schema)
-    else:
-        if not os.environ.get("SPARK_REMOTE"):
-            from mssql_cdc.source import check_reachable
+    with _without_password_hint(options, args.password_env):
+        if args.schema is not None:
+            instances = _schema_instances(options, args.schema)
+        else:
+            if not os.environ.get("SPARK_REMOTE"):
+                from mssql_cdc.source import check_reachable
 
-            check_reachable(options)
-        instances = list(args.capture_instance)
+                check_reachable(options)
+            instances = list(args.capture_instance)
     spark = get_spark("mssql-cdc-stream", config=stream_run_config())
     if not several:
         return _run_one(spark, args, options, trigger, out)
     return _run_many(spark, args, options, trigger, out, instances=instances)
+
+
+@contextlib.contextmanager
+def _without_password_hint(options: Mapping[str, str], env_var: str) -> Iterator[None]:
+    """A refused login of a connection made without a password (``env_var`` unset and no
+    terminal to ask on) says so: SQL Server's own message does not."""
+    try:
+        yield
+    except LoginError as exc:
+        if "password" in options:
+            raise
+        raise LoginError(
+            f"{exc.message} No password was given: {env_var} is unset and there is no terminal "
+            "to ask on; set it, or name another variable with --password-env.",
+            number=exc.number,
+            state=exc.state,
+            severity=exc.severity,
+            server=exc.server,
+        ) from None
 
 
 def _check_many(args: argparse.Namespace) -> None:
@@ -301,16 +344,18 @@ def _run_one(
             bootstrap=args.bootstrap,
         )
     print(f"{query.name}: streaming {ci} into {args.target}", file=out)
+    stopped = False
     try:
         with follow({ci: query}, out, enabled=_progress(args)):
             query.awaitTermination()
     except KeyboardInterrupt:
         print(f"{query.name}: stopping", file=out)
         query.stop()
+        stopped = True
     except Exception as exc:  # the query's failure, raised again by Spark on this thread
         print(f"{query.name}: the query failed: {_first_line(exc)}", file=sys.stderr)
         return 1
-    print(f"{query.name}: {_summary(query)}", file=out)
+    print(f"{query.name}: {_summary(query, stopped=stopped)}", file=out)
     return 0
 
 
@@ -339,6 +384,7 @@ def _run_many(
         )
     for ci, query in queries.items():
         print(f"{query.name}: streaming {ci}", file=out)
+    stopped = False
     try:
         with follow(queries, out, enabled=_progress(args)):
             failures = await_all(queries)
@@ -346,11 +392,12 @@ def _run_many(
         print(f"stopping {len(queries)} queries", file=out)
         stop_all(queries)
         failures = await_all(queries, timeout=0)
+        stopped = True
     for ci, query in queries.items():
         if ci in failures:
             print(f"{query.name}: the query failed: {_first_line(failures[ci])}", file=sys.stderr)
         else:
-            print(f"{query.name}: {_summary(query)}", file=out)
+            print(f"{query.name}: {_summary(query, stopped=stopped)}", file=out)
     return 1 if failures else 0
 
 
@@ -374,17 +421,29 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _summary(query: StreamingQuery) -> str:
-    """The closing line: rows and micro-batches by Spark's progress reports. A trigger that
-    found nothing new reports no ``addBatch`` duration: it ran no micro-batch."""
-    ran = [p for p in query.recentProgress if "addBatch" in p["durationMs"]]
+#: how many progress reports a query keeps (``spark.sql.streaming.numRecentProgressUpdates``'s
+#: default): a query with more has dropped its oldest
+_KEPT_REPORTS = 100
+
+
+def _summary(query: StreamingQuery, *, stopped: bool = False) -> str:
+    """The closing line: rows and micro-batches by the progress reports Spark kept. A trigger
+    that found nothing new reports no ``addBatch`` duration: it ran no micro-batch. ``stopped``:
+    the query was stopped (Ctrl-C) rather than ending on its own."""
+    progress = list(query.recentProgress)
+    ran = [p for p in progress if "addBatch" in p.get("durationMs", {})]
     if not ran:
+        if stopped:
+            return "stopped before a micro-batch finished"
         return "nothing new to read: no micro-batch ran"
     rows = sum(int(p["numInputRows"]) for p in ran)
     batches = len({p["batchId"] for p in ran})
     # Spark's count of rows read: a new target's first batch has its first row read once more
     # by the sink (ADR 0157), so bronze and the facts table can hold one row fewer
+    whose = "Spark's count"
+    if len(progress) >= _KEPT_REPORTS:
+        whose += f", of its last {len(progress)} progress reports"
     return (
         f"{count_text(rows, 'row')} read in {count_text(batches, 'micro-batch', 'micro-batches')} "
-        "(Spark's count)"
+        f"({whose})"
     )

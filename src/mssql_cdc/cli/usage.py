@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["USAGE_EXIT", "UsageError", "check_positive"]
+__all__ = ["USAGE_EXIT", "UsageError", "check_non_negative", "check_positive"]
 
 #: the exit code of a command given bad arguments (argparse's own)
 USAGE_EXIT = 2
@@ -27,3 +27,14 @@ def check_positive(flag: str, value: float | None) -> None:
     """
     if value is not None and not (math.isfinite(value) and value > 0):
         raise UsageError(f"{flag} must be positive, got {value:g}")
+
+
+def check_non_negative(flag: str, value: float | None) -> None:
+    """Refuses ``value`` (the argument ``flag``) unless it is ``None`` or a finite number of zero
+    or more (a threshold where zero means something, e.g. "alert once headroom is gone").
+
+    Raises:
+        UsageError: naming ``flag`` and the value.
+    """
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise UsageError(f"{flag} must be zero or more, got {value:g}")

@@ -22,6 +22,7 @@ from mssql_cdc.emulator.core.clock import Clock, windows_to_iana
 from mssql_cdc.emulator.engine.database import DEFAULT_POLLING_INTERVAL, Database
 from mssql_cdc.emulator.protocol.tls import Certificate
 from mssql_cdc.emulator.server.server import DEFAULT_PASSWORD, EmulatorServer
+from mssql_cdc.emulator.workload import enable_cdc
 
 __all__ = ["main"]
 
@@ -70,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LIST",
         help="with --adventureworks: only these tables, comma-separated (e.g. Sales.Customer)",
     )
+    parser.add_argument(
+        "--cdc",
+        action="store_true",
+        help="with --adventureworks: enable CDC on the database and on each table loaded "
+        "(capture instances schema_table, e.g. Sales_Customer; no gating role)",
+    )
     parser.add_argument("--tls-cert", metavar="FILE", help="PEM certificate (default: generated)")
     parser.add_argument("--tls-key", metavar="FILE", help="PEM private key for --tls-cert")
     parser.add_argument("--write-ca", metavar="FILE", help="write the server certificate here")
@@ -92,7 +99,10 @@ async def _run(args: argparse.Namespace) -> int:
         tables = None
         if args.adventureworks_tables:
             tables = [t for t in args.adventureworks_tables.split(",") if t.strip()]
-        load_adventureworks(db, args.adventureworks, tables)
+        report = load_adventureworks(db, args.adventureworks, tables)
+        if args.cdc:
+            instances = enable_cdc(db, list(report.rows))
+            log.info("CDC enabled: capture instances %s", ", ".join(instances))
     server = EmulatorServer(db, password=args.password, certificate=certificate)
     if args.write_ca:
         Path(args.write_ca).write_bytes(server.certificate.cert_pem)
@@ -122,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         build_parser().error("--tls-cert and --tls-key go together")
     if args.adventureworks_tables and not args.adventureworks:
         build_parser().error("--adventureworks-tables needs --adventureworks")
+    if args.cdc and not args.adventureworks:
+        build_parser().error("--cdc needs --adventureworks")
     if args.adventureworks and not (Path(args.adventureworks) / "tables.json").is_file():
         build_parser().error(f"--adventureworks: no tables.json in {args.adventureworks}")
     handler = logging.StreamHandler(sys.stderr)

@@ -73,6 +73,7 @@ __all__ = [
     "WorkloadConfig",
     "WorkloadError",
     "WorkloadRecord",
+    "enable_cdc",
     "main",
     "verify_capture",
 ]
@@ -240,6 +241,27 @@ class LocalSession:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def enable_cdc(target: Emulator | Database, tables: Sequence[str]) -> list[str]:
+    """Enables CDC on the database and on each ``schema.table`` of ``tables`` (as
+    ``sys.sp_cdc_enable_db`` and ``sys.sp_cdc_enable_table`` with no gating role do); returns
+    the capture instances, ``schema_table`` each.
+
+    Raises:
+        WorkloadError: the emulator refused a statement (e.g. no such table).
+    """
+    instances = []
+    with LocalSession(target) as session:
+        session.execute("EXEC sys.sp_cdc_enable_db")
+        for table in tables:
+            schema, name = table.split(".")
+            session.execute(
+                f"EXEC sys.sp_cdc_enable_table @source_schema = N'{schema}', "
+                f"@source_name = N'{name}', @role_name = NULL"
+            )
+            instances.append(f"{schema}_{name}")
+    return instances
 
 
 # --- configuration and record -------------------------------------------------------------

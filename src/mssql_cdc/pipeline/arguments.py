@@ -143,7 +143,7 @@ def trigger_problem(kind: object, value: object, *, serverless: bool = False) ->
     if kind == "continuous":
         return (
             "continuous processing runs neither foreachBatch, which to_delta writes through, "
-            "nor Python data sources; for low latency use processingTime '1 second'"
+            "nor Python data sources; for low latency use a processingTime trigger of '1 second'"
         )
     if kind not in TRIGGER_KINDS:
         return f"{kind!r} is not a trigger to_delta runs"
@@ -157,8 +157,8 @@ def trigger_problem(kind: object, value: object, *, serverless: bool = False) ->
         )
     if serverless and kind != "availableNow":
         return (
-            "Databricks serverless compute runs only availableNow; schedule the job for fresher "
-            "data"
+            "Databricks serverless compute runs only the availableNow trigger; schedule the job "
+            "for fresher data"
         )
     return None
 
