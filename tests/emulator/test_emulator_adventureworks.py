@@ -20,7 +20,9 @@ pytds = pytest.importorskip("pytds")
 from mssql_cdc.emulator import DEFAULT_PASSWORD  # noqa: E402
 from mssql_cdc.emulator.__main__ import main  # noqa: E402
 from mssql_cdc.emulator.adventureworks import default_directory, parse_type, read_tables  # noqa: E402
+from mssql_cdc.emulator.engine.database import Database  # noqa: E402
 from mssql_cdc.emulator.protocol.types import MAX, scalar  # noqa: E402
+from mssql_cdc.emulator.workload import WorkloadError, enable_cdc  # noqa: E402
 
 # the packaged data (or $MSSQL_CDC_ADVENTUREWORKS): missing data fails collection, never skips
 DATA = default_directory()
@@ -304,3 +306,12 @@ def test_command_line_rejects_a_directory_without_tables_json(tmp_path, capsys):
         main(["--port", "0", "--adventureworks", str(Path(tmp_path))])
     assert exc.value.code == 2
     assert "no tables.json" in capsys.readouterr().err
+
+
+def test_enable_cdc_names_a_table_it_cannot_read():
+    db = Database()
+    try:
+        with pytest.raises(WorkloadError, match=r"'Customer': expected schema\.table"):
+            enable_cdc(db, ["Customer"])
+    finally:
+        db.close()

@@ -260,6 +260,21 @@ def test_a_refused_trigger_is_worded_for_the_command_line(value, capsys):
             "unrecognized arguments: --log-level debug (--log-level goes before the subcommand: "
             "mssql-cdc --log-level DEBUG status ...)",
         ),
+        (  # the same word before and after: the one after is the one refused
+            ["--log-level", "DEBUG", "status", "--facts", "x", "--log-level", "DEBUG"],
+            "usage: mssql-cdc status ",
+            "mssql-cdc status: error: unrecognized arguments: --log-level DEBUG (--log-level",
+        ),
+        (  # before and after: the top level's first, naming only its own
+            ["--bogus", "status", "--facts", "x", "--other"],
+            "usage: mssql-cdc [-h]",
+            "mssql-cdc: error: unrecognized arguments: --bogus\n",
+        ),
+        (
+            ["status", "--facts", "x", "--log", "debug"],
+            "usage: mssql-cdc status ",
+            "--log debug (--log-level goes before the subcommand",
+        ),
     ],
 )
 def test_an_argument_nobody_takes_shows_the_usage_of_where_it_was_given(argv, usage, error, capsys):
@@ -295,29 +310,38 @@ def test_trust_server_certificate_goes_into_the_connection_string():
     assert plain["connectionString"] == "Server=tcp:db;Encrypt=yes"
 
 
-@pytest.mark.parametrize("given", [True, False])
-def test_a_refused_login_without_a_password_says_none_was_given(given, monkeypatch, capsys):
+@pytest.mark.parametrize(
+    ("argv", "env", "hint"),
+    [
+        (["--user", "sa"], {"MSSQL_CDC_PASSWORD": "x"}, None),  # a wrong password: no hint
+        (["--user", "sa"], {}, "(no password was given: MSSQL_CDC_PASSWORD is unset and there"),
+        (["--user", "sa"], {"MSSQL_CDC_PASSWORD": ""}, "MSSQL_CDC_PASSWORD is empty and there"),
+        ([], {}, "(no --user was given)"),
+        (["--user", "sa", "--option", "accessTokenProvider=m:f"], {}, None),  # not a SQL login
+    ],
+)
+def test_a_refused_login_says_what_was_missing(argv, env, hint, monkeypatch, capsys):
     import io
 
     from mssql_cdc import cli, source
     from mssql_cdc.errors import LoginError
 
     def refused(options):
-        raise LoginError("Login failed for user 'sa'.", number=18456, server="db")
+        raise LoginError("Login failed for user 'sa'.", number=18456, server="db", line=1)
 
     monkeypatch.setattr(source, "check_reachable", refused)
     monkeypatch.setattr("sys.stdin", io.StringIO())  # no terminal to prompt on
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
-    if given:
-        monkeypatch.setenv("MSSQL_CDC_PASSWORD", "wrong-one")
-    else:
-        monkeypatch.delenv("MSSQL_CDC_PASSWORD", raising=False)
-    assert cli.main([*STREAM, "--user", "sa"]) == 1
+    monkeypatch.delenv("MSSQL_CDC_PASSWORD", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main([*STREAM, *argv]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("mssql-cdc stream: LoginError: [18456] Login failed for user 'sa'.")
-    hint = "No password was given: MSSQL_CDC_PASSWORD is unset and there is no terminal"
-    assert (hint in err) is not given
-    assert "wrong-one" not in err
+    if hint is None:
+        assert "(no " not in err
+    else:
+        assert hint in err
 
 
 def test_stream_starts_spark_with_the_stream_logging(monkeypatch):

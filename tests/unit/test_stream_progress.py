@@ -117,3 +117,7 @@ def test_the_closing_line_counts_the_micro_batches_that_ran():
     assert _summary(FakeQuery("q", kept)) == (
         "60 rows read in 60 micro-batches (Spark's count, of its last 100 progress reports)"
     )
+    # a session that keeps more reports has dropped none of these
+    assert _summary(FakeQuery("q", kept), kept=500) == (
+        "60 rows read in 60 micro-batches (Spark's count)"
+    )

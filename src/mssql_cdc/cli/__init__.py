@@ -30,11 +30,8 @@ __all__ = ["build_parser", "main"]
 log = logging.getLogger("mssql_cdc.cli")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``mssql-cdc``."""
-    parser = argparse.ArgumentParser(
-        prog="mssql-cdc", description="Stream SQL Server CDC into Delta Lake, exactly once."
-    )
+def _add_top_level_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments given before the subcommand."""
     parser.add_argument(
         "--log-level",
         default="WARNING",
@@ -42,6 +39,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="level of the mssql_cdc loggers (WARNING)",
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``mssql-cdc``."""
+    parser = argparse.ArgumentParser(
+        prog="mssql-cdc", description="Stream SQL Server CDC into Delta Lake, exactly once."
+    )
+    _add_top_level_arguments(parser)
     commands = parser.add_subparsers(dest="command", required=True)
 
     demo = commands.add_parser(
@@ -220,18 +225,22 @@ def _unrecognized(
     words: Sequence[str],
     extra: Sequence[str],
 ) -> NoReturn:
-    """Reports arguments nobody took with the usage of the parser they were given to: the
-    subcommand's, or the top level's for those before the subcommand (argparse's own error,
-    exit code 2)."""
-    # the subcommand's word is the first that names one (no top-level option takes such a value)
-    before = bool(set(extra) & set(words[: words.index(args.command)]))
+    """Reports arguments nobody took with the usage of the parser they were given to: the top
+    level's for those before the subcommand, else the subcommand's (argparse's own error, exit
+    code 2)."""
+    top = argparse.ArgumentParser(add_help=False)
+    _add_top_level_arguments(top)
+    # the subcommand's word is the first that names one (no top-level value can)
+    _, before = top.parse_known_args(words[: words.index(args.command)])
+    if before:
+        parser.error(f"unrecognized arguments: {' '.join(before)}")
     text = f"unrecognized arguments: {' '.join(extra)}"
-    if not before and any(word.split("=")[0] == "--log-level" for word in extra):
+    if any(len(w) > 2 and "--log-level".startswith(w.split("=")[0]) for w in extra):
         text += (
             " (--log-level goes before the subcommand: "
             f"mssql-cdc --log-level DEBUG {args.command} ...)"
         )
-    chosen: argparse.ArgumentParser = parser if before else args.command_parser
+    chosen: argparse.ArgumentParser = args.command_parser
     chosen.error(text)
 
 

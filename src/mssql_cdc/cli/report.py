@@ -193,13 +193,20 @@ def report_figure(streams: Sequence[StreamSeries], title: str) -> Figure:
     for k, s in enumerate(streams):
         color = palette[k % len(palette)]
         x = s.written_at
-        marker = "o" if len(x) < 60 else None
-        style: dict[str, Any] = {"color": color, "marker": marker, "markersize": 3, "lw": 1.2}
+        # markers on at most about 60 points of a series, so a long one stays a line
+        every = max(1, len(x) // 60)
+        style: dict[str, Any] = {
+            "color": color,
+            "marker": "o",
+            "markevery": every,
+            "markersize": 3,
+            "lw": 1.2,
+        }
         if x:
             axes[0].plot(x, _values(s.rows), **style)
             axes[1].plot(x, _values(s.rows_per_second), **style)
             axes[2].plot(x, _values(s.ingestion_lag_seconds), **style)
-            crosses = {**style, "marker": "x" if marker else None}
+            crosses = {**style, "marker": "x"}
             axes[2].plot(x, _values(s.capture_lag_seconds), ls="--", **crosses)
             axes[3].plot(x, _values(s.retention_headroom_hours), **style)
             axes[4].plot(x, _values(s.duration_seconds), **style)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 from mssql_cdc.cli.progress import follow
 from mssql_cdc.cli.text import count_text
 from mssql_cdc.cli.usage import UsageError
-from mssql_cdc.connection_string import has_password
+from mssql_cdc.connection_string import attributes, has_password
 from mssql_cdc.errors import LoginError
 from mssql_cdc.pipeline.arguments import trigger_problem
 
@@ -189,6 +189,11 @@ def _connection(args: argparse.Namespace) -> str:
                 "TrustServerCertificate=yes in the string"
             )
         return _connection_string(args.connection_string, "--connection-string", args.password_env)
+    if trust and args.encrypt.strip().lower() == "strict":
+        raise UsageError(
+            "--trust-server-certificate does not go with --encrypt strict, which always checks "
+            "the server's certificate (install its CA, or use --encrypt yes for a test server)"
+        )
     connection = f"Server=tcp:{args.server};Encrypt={args.encrypt}"
     if args.database:
         connection += f";Database={args.database}"
@@ -250,7 +255,7 @@ def run_stream(args: argparse.Namespace, out: TextIO) -> int:
     # in one line (with --schema, the question for its tables is that first connection). Not under
     # Spark Connect: the data source connects from the server, which may reach SQL Server
     # where this machine cannot.
-    with _without_password_hint(options, args.password_env):
+    with _login_hint(_no_password_reason(args, options, os.environ)):
         if args.schema is not None:
             instances = _schema_instances(options, args.schema)
         else:
@@ -265,22 +270,43 @@ def run_stream(args: argparse.Namespace, out: TextIO) -> int:
     return _run_many(spark, args, options, trigger, out, instances=instances)
 
 
+def _no_password_reason(
+    args: argparse.Namespace, options: Mapping[str, str], env: Mapping[str, str]
+) -> str | None:
+    """Why ``options`` log in with a SQL login but no password, ``None`` when they carry one or
+    log in another way (an ``accessTokenProvider`` option, ``Authentication=`` in the
+    connection string). Without ``--user`` no password is asked for at all."""
+    if "password" in options or any(k.lower() == "accesstokenprovider" for k in options):
+        return None
+    keys = {a.key.lower() for a in attributes(options.get("connectionString", ""))}
+    if "authentication" in keys:
+        return None
+    if not args.user:
+        return "no --user was given"
+    state = "is unset" if env.get(args.password_env) is None else "is empty"
+    return (
+        f"no password was given: {args.password_env} {state} and there is no terminal to ask "
+        "on; set it, or name another variable with --password-env"
+    )
+
+
 @contextlib.contextmanager
-def _without_password_hint(options: Mapping[str, str], env_var: str) -> Iterator[None]:
-    """A refused login of a connection made without a password (``env_var`` unset and no
-    terminal to ask on) says so: SQL Server's own message does not."""
+def _login_hint(reason: str | None) -> Iterator[None]:
+    """A refused login says ``reason`` (a missing user or password) after SQL Server's own
+    message, which does not."""
     try:
         yield
     except LoginError as exc:
-        if "password" in options:
+        if reason is None:
             raise
         raise LoginError(
-            f"{exc.message} No password was given: {env_var} is unset and there is no terminal "
-            "to ask on; set it, or name another variable with --password-env.",
+            f"{exc.message} ({reason})",
             number=exc.number,
             state=exc.state,
             severity=exc.severity,
             server=exc.server,
+            procedure=exc.procedure,
+            line=exc.line,
         ) from None
 
 
@@ -355,7 +381,7 @@ def _run_one(
     except Exception as exc:  # the query's failure, raised again by Spark on this thread
         print(f"{query.name}: the query failed: {_first_line(exc)}", file=sys.stderr)
         return 1
-    print(f"{query.name}: {_summary(query, stopped=stopped)}", file=out)
+    print(f"{query.name}: {_summary(query, stopped=stopped, kept=_kept_reports(spark))}", file=out)
     return 0
 
 
@@ -384,20 +410,22 @@ def _run_many(
         )
     for ci, query in queries.items():
         print(f"{query.name}: streaming {ci}", file=out)
-    stopped = False
+    stopped: set[str] = set()  # the queries Ctrl-C stopped (others had ended on their own)
     try:
         with follow(queries, out, enabled=_progress(args)):
             failures = await_all(queries)
     except KeyboardInterrupt:
         print(f"stopping {len(queries)} queries", file=out)
+        stopped = {ci for ci, query in queries.items() if query.isActive}
         stop_all(queries)
         failures = await_all(queries, timeout=0)
-        stopped = True
+    kept = _kept_reports(spark)
     for ci, query in queries.items():
         if ci in failures:
             print(f"{query.name}: the query failed: {_first_line(failures[ci])}", file=sys.stderr)
         else:
-            print(f"{query.name}: {_summary(query, stopped=stopped)}", file=out)
+            summary = _summary(query, stopped=ci in stopped, kept=kept)
+            print(f"{query.name}: {summary}", file=out)
     return 1 if failures else 0
 
 
@@ -421,15 +449,19 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-#: how many progress reports a query keeps (``spark.sql.streaming.numRecentProgressUpdates``'s
-#: default): a query with more has dropped its oldest
-_KEPT_REPORTS = 100
+def _kept_reports(spark: SparkSession) -> int:
+    """How many progress reports a query of ``spark`` keeps in ``recentProgress``
+    (``spark.sql.streaming.numRecentProgressUpdates``, 100 by default)."""
+    try:
+        return int(spark.conf.get("spark.sql.streaming.numRecentProgressUpdates", "100") or 100)
+    except ValueError:
+        return 100
 
 
-def _summary(query: StreamingQuery, *, stopped: bool = False) -> str:
-    """The closing line: rows and micro-batches by the progress reports Spark kept. A trigger
-    that found nothing new reports no ``addBatch`` duration: it ran no micro-batch. ``stopped``:
-    the query was stopped (Ctrl-C) rather than ending on its own."""
+def _summary(query: StreamingQuery, *, stopped: bool = False, kept: int = 100) -> str:
+    """The closing line: rows and micro-batches by the progress reports Spark kept (``kept``
+    at most). A trigger that found nothing new reports no ``addBatch`` duration: it ran no
+    micro-batch. ``stopped``: the query was stopped (Ctrl-C) rather than ending on its own."""
     progress = list(query.recentProgress)
     ran = [p for p in progress if "addBatch" in p.get("durationMs", {})]
     if not ran:
@@ -441,7 +473,7 @@ def _summary(query: StreamingQuery, *, stopped: bool = False) -> str:
     # Spark's count of rows read: a new target's first batch has its first row read once more
     # by the sink (ADR 0157), so bronze and the facts table can hold one row fewer
     whose = "Spark's count"
-    if len(progress) >= _KEPT_REPORTS:
+    if len(progress) >= kept:
         whose += f", of its last {len(progress)} progress reports"
     return (
         f"{count_text(rows, 'row')} read in {count_text(batches, 'micro-batch', 'micro-batches')} "

@@ -22,7 +22,7 @@ from mssql_cdc.emulator.core.clock import Clock, windows_to_iana
 from mssql_cdc.emulator.engine.database import DEFAULT_POLLING_INTERVAL, Database
 from mssql_cdc.emulator.protocol.tls import Certificate
 from mssql_cdc.emulator.server.server import DEFAULT_PASSWORD, EmulatorServer
-from mssql_cdc.emulator.workload import enable_cdc
+from mssql_cdc.emulator.workload import WorkloadError, enable_cdc
 
 __all__ = ["main"]
 
@@ -101,7 +101,12 @@ async def _run(args: argparse.Namespace) -> int:
             tables = [t for t in args.adventureworks_tables.split(",") if t.strip()]
         report = load_adventureworks(db, args.adventureworks, tables)
         if args.cdc:
-            instances = enable_cdc(db, list(report.rows))
+            try:
+                instances = enable_cdc(db, list(report.rows))
+            except WorkloadError as exc:
+                log.error("--cdc: %s", exc)
+                db.close()
+                return 1
             log.info("CDC enabled: capture instances %s", ", ".join(instances))
     server = EmulatorServer(db, password=args.password, certificate=certificate)
     if args.write_ca:

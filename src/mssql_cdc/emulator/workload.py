@@ -243,6 +243,11 @@ class LocalSession:
         self.close()
 
 
+def _quoted(text: str) -> str:
+    """``text`` inside a T-SQL ``N'...'`` literal."""
+    return text.replace("'", "''")
+
+
 def enable_cdc(target: Emulator | Database, tables: Sequence[str]) -> list[str]:
     """Enables CDC on the database and on each ``schema.table`` of ``tables`` (as
     ``sys.sp_cdc_enable_db`` and ``sys.sp_cdc_enable_table`` with no gating role do); returns
@@ -255,10 +260,12 @@ def enable_cdc(target: Emulator | Database, tables: Sequence[str]) -> list[str]:
     with LocalSession(target) as session:
         session.execute("EXEC sys.sp_cdc_enable_db")
         for table in tables:
-            schema, name = table.split(".")
+            schema, dot, name = table.partition(".")
+            if not (schema and dot and name):
+                raise WorkloadError(f"{table!r}: expected schema.table")
             session.execute(
-                f"EXEC sys.sp_cdc_enable_table @source_schema = N'{schema}', "
-                f"@source_name = N'{name}', @role_name = NULL"
+                f"EXEC sys.sp_cdc_enable_table @source_schema = N'{_quoted(schema)}', "
+                f"@source_name = N'{_quoted(name)}', @role_name = NULL"
             )
             instances.append(f"{schema}_{name}")
     return instances

@@ -263,7 +263,7 @@ def _connect(
             fix = (
                 "The server's certificate was not accepted: install its CA on this machine, set "
                 "HostNameInCertificate to the name it carries, or (a server you trust only) "
-                "TrustServerCertificate=yes"
+                "TrustServerCertificate=yes (mssql-cdc's --trust-server-certificate)"
             )
         out.add("tls", "fail", f"Encrypt={encrypt.partition('+')[0]}: {exc}", fix)
         out.skip(["login", *later], "no connection")
