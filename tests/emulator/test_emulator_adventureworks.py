@@ -10,8 +10,11 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -225,73 +228,53 @@ def test_alias_types_are_read_as_their_base_types():
     assert parse_type("nvarchar(max)") == scalar("nvarchar", length=MAX)
 
 
+@contextmanager
+def command_line_emulator(*args: str, **popen: Any) -> Iterator[Any]:
+    """``python -m mssql_cdc.emulator --port 0 *args`` started; yields a pytds cursor of a
+    connection to it once it says ``ready``, and stops it (exit code 0) afterwards."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mssql_cdc.emulator", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        **popen,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        host, _, port = line.removeprefix("ready ").strip().rpartition(":")
+        conn = pytds.connect(
+            host, port=int(port), user="sa", password=DEFAULT_PASSWORD, autocommit=True
+        )
+        try:
+            yield conn.cursor()
+        finally:
+            conn.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+
+
 @pytest.mark.skipif(bool(os.environ.get("MSSQL_CDC_TEST_SERVER")), reason="starts an emulator")
 @pytest.mark.parametrize("directory", [[str(DATA)], []], ids=["given", "packaged"])
 def test_command_line_loads_before_it_prints_ready(directory):
     # "packaged": --adventureworks alone, run from / (no checkout around it) without the
     # environment variable, loads the copy inside the package
     env = {k: v for k, v in os.environ.items() if k != "MSSQL_CDC_ADVENTUREWORKS"}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mssql_cdc.emulator",
-            "--port",
-            "0",
-            "--adventureworks",
-            *directory,
-            "--adventureworks-tables",
-            "Sales.CurrencyRate,Production.Product",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        cwd="/",
-        env=env,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        host, _, port = line.removeprefix("ready ").strip().rpartition(":")
-        conn = pytds.connect(
-            host, port=int(port), user="sa", password=DEFAULT_PASSWORD, autocommit=True
-        )
-        cur = conn.cursor()
+    tables = ["--adventureworks-tables", "Sales.CurrencyRate,Production.Product"]
+    with command_line_emulator("--adventureworks", *directory, *tables, cwd="/", env=env) as cur:
         assert one(cur, "SELECT COUNT(*) FROM Sales.CurrencyRate") == (13532,)
         assert one(cur, "SELECT COUNT(*) FROM Production.Product") == (504,)
-        conn.close()
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(10) == 0
 
 
 @pytest.mark.skipif(bool(os.environ.get("MSSQL_CDC_TEST_SERVER")), reason="starts an emulator")
 def test_command_line_enables_cdc_on_the_tables_it_loads():
-    proc = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "mssql_cdc.emulator", "--port", "0", "--adventureworks"),
-            *("--adventureworks-tables", "Sales.CurrencyRate", "--cdc"),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        host, _, port = line.removeprefix("ready ").strip().rpartition(":")
-        conn = pytds.connect(
-            host, port=int(port), user="sa", password=DEFAULT_PASSWORD, autocommit=True
-        )
-        cur = conn.cursor()
+    tables = ["--adventureworks-tables", "Sales.CurrencyRate"]
+    with command_line_emulator("--adventureworks", *tables, "--cdc") as cur:
         cur.execute("EXEC sys.sp_cdc_help_change_data_capture")
         columns = [d[0] for d in cur.description]
         instances = [row[columns.index("capture_instance")] for row in cur.fetchall()]
-        assert instances == ["Sales_CurrencyRate"]
-        conn.close()
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(10) == 0
+    assert instances == ["Sales_CurrencyRate"]
 
 
 def test_command_line_cdc_needs_adventureworks(capsys):
