@@ -223,6 +223,9 @@ class _Context:
     def clearJobGroup(self):  # noqa: N802
         self.set.append(("cleared", False))
 
+    def cancelJobGroup(self, group):  # noqa: N802
+        self.set.append(("cancelled " + group, False))
+
 
 class _Session:
     """A stand-in for a classic session (it has a JVM gateway), recording the JVM's active
@@ -275,6 +278,32 @@ class _UnprintableError(Exception):
 
     def __str__(self) -> str:
         raise ConnectionError("the gateway is gone")
+
+
+def test_at_exit_the_queue_is_dropped_and_a_running_computation_cancelled_after_a_wait():
+    from mssql_cdc.sink.tables import table_ref
+    from mssql_cdc.sink.warmup import JOB_GROUP
+
+    held = _Held()
+    warmer = _warmer(held)
+    session = _Session()
+    warmer.request(session, table_ref("/data/a", "target"))
+    assert held.started.wait(30)
+    warmer.request(session, table_ref("/data/b", "target"))
+    # the interpreter exits while a is computed: b is dropped, a's jobs cancelled after the wait
+    finished = threading.Thread(target=warmer.finish, kwargs={"timeout": 0.2})
+    finished.start()
+    finished.join(0.1)
+    assert finished.is_alive()  # waits for a first
+    finished.join(30)
+    assert ("cancelled " + JOB_GROUP, False) in session.sparkContext.set
+    held.release.set()
+    assert warmer.wait_idle(30)
+    assert held.asked == ["/data/a"]  # b never started
+    # nothing running any more: returns at once, cancels nothing
+    warmer.finish(timeout=30)
+    cancels = [entry for entry, _ in session.sparkContext.set if entry.startswith("cancelled")]
+    assert cancels == ["cancelled " + JOB_GROUP]
 
 
 def test_a_table_asked_for_again_while_it_waits_is_computed_once():

@@ -30,6 +30,7 @@ the state itself.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import threading
@@ -53,6 +54,9 @@ log = logging.getLogger("mssql_cdc.sink")
 JOB_GROUP = "mssql_cdc-delta-state"
 #: the job description Spark's UI shows for them
 DESCRIPTION = "mssql_cdc: Delta table state for the sink's next commit"
+#: the longest the interpreter's exit waits for a computation that started before it has its
+#: jobs cancelled (:meth:`StateWarmer.finish`)
+EXIT_WAIT = 5.0
 #: the longest :meth:`StateWarmer.withdraw` waits for a computation of its table that started
 #: (the commit after it would wait as long for Delta's lock on the same state)
 WITHDRAW_WAIT = 600.0
@@ -121,7 +125,10 @@ class StateWarmer:
         self._busy = False
         #: the table whose state is being computed (``TableRef.text``), if any
         self._current: str | None = None
+        #: the request being computed, if any
+        self._asked: _Request | None = None
         self._thread: threading.Thread | None = None
+        self._exit_hook = False
         #: the latest tables done and whether their state was computed (False: not a table, no
         #: JVM classes, or it failed), newest last
         self.done: deque[tuple[str, bool]] = deque(maxlen=64)
@@ -141,6 +148,10 @@ class StateWarmer:
                     target=self._run, name="mssql_cdc-delta-state", daemon=True
                 )
                 self._thread.start()
+            if not self._exit_hook:
+                # registered after PySpark's own exit handler, which stops the JVM: runs first
+                atexit.register(self.finish)
+                self._exit_hook = True
             self._cond.notify_all()
 
     def withdraw(self, spark: SparkSession, ref: TableRef, timeout: float = WITHDRAW_WAIT) -> bool:
@@ -166,6 +177,23 @@ class StateWarmer:
         with self._cond:
             return self._cond.wait_for(lambda: not self._pending and not self._busy, timeout)
 
+    def finish(self, timeout: float = EXIT_WAIT) -> None:
+        """Drops what is queued and lets a computation that started end, cancelling its jobs
+        after ``timeout`` seconds. Runs at the interpreter's exit (registered on the first
+        :meth:`request`), before PySpark stops the JVM: a job still launching tasks when the
+        JVM stops has Spark log the rejected tasks as ``ERROR`` with a stack trace (a run that
+        found nothing new can end while the state it had computed at its start is still being
+        computed, ADR 0186)."""
+        with self._cond:
+            self._pending.clear()
+            if self._cond.wait_for(lambda: not self._busy, timeout):
+                return
+            asked = self._asked
+        if asked is not None:
+            with contextlib.suppress(Exception):  # a stopped context has no jobs left
+                asked.spark.sparkContext.cancelJobGroup(asked.group or JOB_GROUP)
+        self.wait_idle(1.0)  # the cancelled job fails the waiting thread at once
+
     def _run(self) -> None:
         while True:
             with self._cond:
@@ -174,6 +202,7 @@ class StateWarmer:
                 asked = self._pending.pop(key)
                 self._busy = True
                 self._current = key
+                self._asked = asked
             try:
                 self._warm(asked)
             except BaseException as exc:  # never let the thread die with work queued
@@ -182,6 +211,7 @@ class StateWarmer:
                 with self._cond:
                     self._busy = False
                     self._current = None
+                    self._asked = None
                     self._cond.notify_all()
 
     def _warm(self, asked: _Request) -> None:
