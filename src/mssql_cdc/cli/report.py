@@ -176,7 +176,7 @@ def report_figure(streams: Sequence[StreamSeries], title: str) -> Figure:
 
     panels = [
         ("rows per batch", "rows"),
-        ("rows per second", "rows/s"),
+        ("rows per second since the stream's previous batch (idle time included)", "rows/s"),
         ("lag: ingestion (solid, dots), capture (dashed, crosses)", "seconds"),
         ("retention headroom", "hours"),
         ("batch duration", "seconds"),
