@@ -149,7 +149,9 @@ class StateWarmer:
                 )
                 self._thread.start()
             if not self._exit_hook:
-                # registered after PySpark's own exit handler, which stops the JVM: runs first
+                # exit handlers run while the JVM is up: it stops when the interpreter's end closes
+                # its standard input (on Windows PySpark's own handler, registered earlier, kills
+                # it, and handlers run newest first)
                 atexit.register(self.finish)
                 self._exit_hook = True
             self._cond.notify_all()
@@ -180,7 +182,7 @@ class StateWarmer:
     def finish(self, timeout: float = EXIT_WAIT) -> None:
         """Drops what is queued and lets a computation that started end, cancelling its jobs
         after ``timeout`` seconds. Runs at the interpreter's exit (registered on the first
-        :meth:`request`), before PySpark stops the JVM: a job still launching tasks when the
+        :meth:`request`), before the JVM stops: a job still launching tasks when the
         JVM stops has Spark log the rejected tasks as ``ERROR`` with a stack trace (a run that
         found nothing new can end while the state it had computed at its start is still being
         computed, ADR 0186)."""
