@@ -79,12 +79,13 @@ class CdcSource:
     def changes(self, instance: str = "dbo_orders") -> list[tuple[object, ...]]:
         """The whole change history of a capture instance of dbo.orders, ordered by
         (start LSN, command id, seqval, operation), as (start_lsn, seqval, operation,
-        command_id, id, name, qty) with LSNs as 0x text."""
+        command_id, id, name, qty) with LSNs as 0x text: read from the change table, the only
+        place that has ``__$command_id``, from the instance's low endpoint on."""
         rows = self.sql(
             "SELECT __$start_lsn AS l, __$seqval AS s, __$operation AS o, __$command_id AS c, "
-            f"id, name, qty FROM cdc.fn_cdc_get_all_changes_{instance}("
-            f"sys.fn_cdc_get_min_lsn(N'{instance}'), sys.fn_cdc_get_max_lsn(), "
-            "N'all update old') ORDER BY __$start_lsn, __$command_id, __$seqval, __$operation"
+            f"id, name, qty FROM cdc.[{instance}_CT] "
+            f"WHERE __$start_lsn >= sys.fn_cdc_get_min_lsn(N'{instance}') "
+            "ORDER BY __$start_lsn, __$command_id, __$seqval, __$operation"
         )
         return [
             (

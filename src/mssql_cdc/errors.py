@@ -9,6 +9,8 @@ The tree, by layer::
     ├── ProtocolError                    the server's byte stream is malformed or truncated
     ├── UnsupportedDataError             well-formed data the client does not decode (a data
     │                                    type, a code page); retrying fails the same way
+    ├── ResultShapeError                 a result set lacks a column the product reads by name
+    │                                    (names the statement, the column, the server version)
     └── SqlServerError                   SQL Server answered with an error, or could not be
         │                                reached (number, state, severity, message, server,
         │                                procedure, line; None where not from the server)
@@ -44,6 +46,7 @@ __all__ = [
     "LoginError",
     "MssqlCdcError",
     "ProtocolError",
+    "ResultShapeError",
     "SchemaChangedError",
     "SqlServerError",
     "SqlTimeoutError",
@@ -87,6 +90,41 @@ class UnsupportedDataError(MssqlCdcError):
     A data type or a code page the native client does not support. The same request fails the
     same way again, so it is not retried; the message names the type or the code page.
     """
+
+
+class ResultShapeError(MssqlCdcError):
+    """SQL Server answered a statement with a result set that lacks a column mssql-cdc reads.
+
+    The product reads each system procedure's and view's columns by the names the current
+    Microsoft documentation gives (docs/reference/sql-inventory.md); a server whose answer
+    differs (an older or newer version, a compatibility level) gets this error, naming what
+    was missing, instead of a ``KeyError`` deep inside a reader. Retrying fails the same way.
+
+    Attributes:
+        statement: the statement's text (never holds a secret: parameters are not included).
+        columns: the missing column names, in the order the product needs them.
+        received: the column names the result set had.
+        server_version: the server's version from its login acknowledgement (``16.0.4135``).
+    """
+
+    def __init__(
+        self,
+        statement: str,
+        columns: tuple[str, ...],
+        received: tuple[str, ...],
+        server_version: str,
+    ) -> None:
+        self.statement = statement
+        self.columns = columns
+        self.received = received
+        self.server_version = server_version
+        missing = ", ".join(repr(c) for c in columns)
+        super().__init__(
+            f"SQL Server {server_version} answered {statement!r} without the column(s) "
+            f"{missing} that mssql-cdc reads (it returned {', '.join(received) or 'no columns'}). "
+            "This server's result differs from the current Microsoft documentation; please "
+            "report it with the server version."
+        )
 
 
 class SqlServerError(MssqlCdcError):

@@ -257,8 +257,8 @@ def history(emu: Emulator) -> tuple[dict[tuple[Any, ...], tuple[Any, ...]], dict
     rows = _sql(
         conn,
         "SELECT __$start_lsn AS l, __$seqval AS s, __$operation AS o, __$command_id AS c, "
-        "id, name, qty FROM cdc.fn_cdc_get_all_changes_dbo_orders("
-        "sys.fn_cdc_get_min_lsn(N'dbo_orders'), sys.fn_cdc_get_max_lsn(), N'all update old')",
+        "id, name, qty FROM cdc.dbo_orders_CT "
+        "WHERE __$start_lsn >= sys.fn_cdc_get_min_lsn(N'dbo_orders')",
     )
     times = _sql(conn, "SELECT start_lsn AS l, tran_end_time AS t FROM cdc.lsn_time_mapping")
     conn.close()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 
@@ -11,9 +12,14 @@ pytds = pytest.importorskip("pytds")
 
 ZERO = bytes(10)
 CHANGES = (
-    "SELECT __$start_lsn, __$seqval, __$operation, __$update_mask, id, name, qty, __$command_id "
+    "SELECT __$start_lsn, __$seqval, __$operation, __$update_mask, id, name, qty "
     "FROM cdc.fn_cdc_get_all_changes_dbo_orders(sys.fn_cdc_get_min_lsn('dbo_orders'), "
     "sys.fn_cdc_get_max_lsn(), N'{mode}') "
+    "ORDER BY __$start_lsn, __$seqval, __$operation"
+)
+#: the change table itself: the only place __$command_id is ("cdc.<capture_instance>_CT")
+COMMAND_IDS = (
+    "SELECT __$command_id FROM cdc.dbo_orders_CT "
     "ORDER BY __$start_lsn, __$command_id, __$seqval, __$operation"
 )
 
@@ -55,8 +61,8 @@ def test_one_transaction_shares_one_commit_lsn_with_rising_seqval_and_command_id
     assert rows[3][0] > rows[0][0]
     assert [r[1] for r in first_tx] == sorted(r[1] for r in first_tx)
     assert len({r[1] for r in first_tx}) == 3
-    assert [r[7] for r in first_tx] == [1, 2, 3]
-    assert rows[3][7] == 1
+    cur.execute(COMMAND_IDS)
+    assert [r[0] for r in cur.fetchall()] == [1, 2, 3, 1]
     assert {r[2] for r in rows} == {2}
     assert all(len(r[0]) == 10 for r in rows)
 
@@ -169,3 +175,24 @@ def test_commit_times_are_server_local_time(emulator, cur):
     cur.execute("SELECT sys.fn_cdc_map_lsn_to_time(sys.fn_cdc_get_max_lsn())")
     when = cur.fetchone()[0]
     assert when.replace(microsecond=0) == dt.datetime(2024, 7, 1, 12, 0)
+
+
+def test_the_change_function_returns_the_documented_columns_and_no_command_id(emulator, cur):
+    """ "Table Returned" of cdc.fn_cdc_get_all_changes_<capture_instance>: four metadata columns,
+    then the captured ones; __$command_id and __$end_lsn are only in the change table, so
+    selecting one from the function is error 207, as on SQL Server."""
+    cur.execute("INSERT INTO dbo.orders VALUES (1, N'a', 1)")
+    emulator.scan()
+    function = (
+        "cdc.fn_cdc_get_all_changes_dbo_orders(sys.fn_cdc_get_min_lsn('dbo_orders'), "
+        "sys.fn_cdc_get_max_lsn(), N'all')"
+    )
+    cur.execute(f"SELECT * FROM {function}")
+    names = [d[0] for d in cur.description]
+    metadata = ["__$start_lsn", "__$seqval", "__$operation", "__$update_mask"]
+    assert names == [*metadata, "id", "name", "qty"]
+    for column in ("__$command_id", "__$end_lsn"):
+        with pytest.raises(
+            pytds.ProgrammingError, match=re.escape(f"Invalid column name '{column}'")
+        ):
+            cur.execute(f"SELECT {column} FROM {function}")

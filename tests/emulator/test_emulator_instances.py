@@ -38,7 +38,7 @@ def one(cur, sql, params=None):
 def all_ids(cur, ci="dbo_t"):
     cur.execute(
         f"SELECT id FROM cdc.fn_cdc_get_all_changes_{ci}(sys.fn_cdc_get_min_lsn('{ci}'), "
-        "sys.fn_cdc_get_max_lsn(), N'all') ORDER BY __$start_lsn, __$command_id"
+        "sys.fn_cdc_get_max_lsn(), N'all') ORDER BY __$start_lsn, __$seqval"
     )
     return [r[0] for r in cur.fetchall()]
 

@@ -154,8 +154,8 @@ def history_events(source: Source) -> list[tuple[str, dict, bool]]:
     touched (operation 1, and 3 not followed by the key's 4, is a delete)."""
     rows = source.sql(
         "SELECT __$start_lsn AS l, __$seqval AS s, __$operation AS o, __$command_id AS c, id, "
-        "code, qty, note FROM cdc.fn_cdc_get_all_changes_dbo_items("
-        "sys.fn_cdc_get_min_lsn(N'dbo_items'), sys.fn_cdc_get_max_lsn(), N'all update old') "
+        "code, qty, note FROM cdc.dbo_items_CT "
+        "WHERE __$start_lsn >= sys.fn_cdc_get_min_lsn(N'dbo_items') "
         "ORDER BY __$start_lsn, __$command_id, __$seqval, __$operation"
     )
     events: dict[str, dict] = {}

@@ -26,11 +26,10 @@ def qualified(schema: str, table: str) -> str:
 
 
 def history(source, instance: str, key: str, value: str) -> list[tuple[object, ...]]:
-    """The change function's rows (update before-images too) in commit order."""
+    """The change table's rows (update before-images too) in commit order."""
     rows = source.sql(
         f"SELECT __$start_lsn AS l, __$seqval AS s, __$operation AS o, {quoted(key)} AS k, "
-        f"{quoted(value)} AS v FROM cdc.{quoted('fn_cdc_get_all_changes_' + instance)}("
-        f"sys.fn_cdc_get_min_lsn(N'{instance}'), sys.fn_cdc_get_max_lsn(), N'all update old') "
+        f"{quoted(value)} AS v FROM cdc.{quoted(instance + '_CT')} "
         "ORDER BY __$start_lsn, __$command_id, __$seqval, __$operation"
     )
     return [

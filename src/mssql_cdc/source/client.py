@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from mssql_cdc import _native
 from mssql_cdc._native import Lsn
-from mssql_cdc.errors import SqlServerError
+from mssql_cdc.errors import ResultShapeError, SqlServerError
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.clock import ServerClock, resolve_clock
 from mssql_cdc.source.sql import change_function, change_table, quote_name, table_name
@@ -41,6 +41,18 @@ __all__ = [
 log = logging.getLogger("mssql_cdc.source")
 
 PERMISSION_DENIED = 229
+
+#: the columns of ``sys.sp_cdc_get_captured_columns`` the client reads
+CAPTURED_COLUMNS = (
+    "column_name",
+    "column_id",
+    "column_ordinal",
+    "data_type",
+    "character_maximum_length",
+    "numeric_precision",
+    "numeric_scale",
+    "datetime_precision",
+)
 
 
 @dataclass(frozen=True)
@@ -181,6 +193,28 @@ class CdcClient:
         """Run ``sql`` and read its whole (small) result."""
         return self.connection.execute(sql, params).reader().read_all()
 
+    def rows(
+        self,
+        sql: str,
+        params: Sequence[_native.Param] | None = None,
+        *,
+        needs: Sequence[str],
+    ) -> list[dict[str, Any]]:
+        """Run ``sql`` and return its (small) result as one dict per row, keyed by column name.
+
+        ``needs`` are the columns the caller reads by name. Raises
+        :class:`~mssql_cdc.errors.ResultShapeError` (statement, missing columns, server
+        version) when the result set lacks any of them, so that a server whose answer differs
+        from the documented one fails with its name and version, never with a ``KeyError``.
+        """
+        table = self.table(sql, params)
+        missing = tuple(c for c in needs if c not in table.column_names)
+        if missing:
+            raise ResultShapeError(
+                sql, missing, tuple(table.column_names), self.connection.server_version
+            )
+        return table.to_pylist()
+
     def batches(
         self, sql: str, params: Sequence[_native.Param] | None, batch_rows: int
     ) -> Iterator[pa.RecordBatch]:
@@ -309,11 +343,14 @@ class CdcClient:
         return None
 
     def captured_columns(self, capture_instance: str) -> list[CapturedColumn]:
-        """``sys.sp_cdc_get_captured_columns``, in capture order."""
-        rows = self.table(
-            "EXEC sys.sp_cdc_get_captured_columns @capture_instance = @P1", [capture_instance]
-        ).to_pylist()
-        rows.sort(key=lambda r: r["ordinal_position"])
+        """``sys.sp_cdc_get_captured_columns``, in capture order (``column_ordinal``, the name
+        its current page gives; the 2008-2012 pages said ``ordinal_position``)."""
+        rows = self.rows(
+            "EXEC sys.sp_cdc_get_captured_columns @capture_instance = @P1",
+            [capture_instance],
+            needs=CAPTURED_COLUMNS,
+        )
+        rows.sort(key=lambda r: r["column_ordinal"])
         return [
             CapturedColumn(
                 name=r["column_name"],

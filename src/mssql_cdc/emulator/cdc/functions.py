@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 __all__ = ["change_function", "map_time_to_lsn"]
 
 ALL_PREFIX = "fn_cdc_get_all_changes_"
+#: the metadata columns ``fn_cdc_get_all_changes_<ci>`` returns before the captured columns
+#: ("Table Returned" of its Microsoft Learn page)
+RESULT_METADATA = ("__$start_lsn", "__$seqval", "__$operation", "__$update_mask")
 NET_PREFIX = "fn_cdc_get_net_changes_"
 _OPERATORS = {
     "largest less than": ("<", "max"),
@@ -127,7 +130,12 @@ def change_function(
             mode=mode,
             alias=alias or name,
         )
-    columns = [c for c in ct.columns if c.name != "__$end_lsn"]
+    # The documented result: four metadata columns, then the captured columns; never
+    # __$end_lsn or __$command_id, which only the change table has.
+    metadata = {c.name: c for c in ct.columns}
+    columns = [metadata[name] for name in RESULT_METADATA] + [
+        c for c in ct.columns if not c.name.startswith("__$")
+    ]
     select = exp.select(*[exp.column(c.name, quoted=True) for c in columns]).from_(
         exp.table_(instance.change_table, db="cdc", quoted=True)
     )

@@ -203,7 +203,9 @@ def _engine_error(exc: duckdb.Error, statement: exp.Expression) -> SqlError:  # 
         match = re.search(r"with name (\S+) does not exist", text)
         return invalid_object(match.group(1) if match else "?")
     if isinstance(exc, duckdb.BinderException):
-        match = re.search(r'column "([^"]+)" not found', text)
+        match = re.search(r'column "([^"]+)" not found', text) or re.search(
+            r'does not have a column named "([^"]+)"', text
+        )
         if match:
             return invalid_column(match.group(1))
     if isinstance(exc, duckdb.ConstraintException):

@@ -94,7 +94,7 @@ def call(  # noqa: PLR0911, PLR0912, PLR0915 (a dispatch over procedures)
             ("capture_instance", nv),
             ("column_name", nv),
             ("column_id", scalar("int")),
-            ("ordinal_position", scalar("int")),
+            ("column_ordinal", scalar("int")),
             ("data_type", nv),
             ("character_maximum_length", scalar("int")),
             ("numeric_precision", scalar("tinyint")),
