@@ -95,6 +95,19 @@ static void test_sql_login_layout(void **state) {
   mc_login7_free(m, len);
 }
 
+static void test_strict_login_says_tds_8_0(void **state) {
+  (void)state;
+  mc_login7_request req = base_request();
+  req.tds_version = MC_TDS_VERSION_80;
+  uint8_t *m = NULL;
+  size_t len = 0;
+  mc_error err;
+  assert_int_equal(mc_login7_build(&req, &m, &len, &err), MC_OK);
+  static const uint8_t version[4] = {0x00, 0x00, 0x00, 0x08};
+  assert_memory_equal(m + 4, version, 4);
+  mc_login7_free(m, len);
+}
+
 static void test_access_token_login_sends_fedauth_and_no_password(void **state) {
   (void)state;
   mc_login7_request req = base_request();
@@ -161,6 +174,7 @@ static void test_utf8_to_utf16le(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sql_login_layout),
+      cmocka_unit_test(test_strict_login_says_tds_8_0),
       cmocka_unit_test(test_access_token_login_sends_fedauth_and_no_password),
       cmocka_unit_test(test_errors_name_the_field_not_the_value),
       cmocka_unit_test(test_utf8_to_utf16le),

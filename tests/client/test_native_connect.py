@@ -48,6 +48,38 @@ def test_every_encrypt_mode_logs_in_and_queries(sql_server, encrypt):
     assert conn.closed
 
 
+@pytest.mark.parametrize(
+    ("encrypt", "tds_version", "requested"),
+    [
+        ("no", 0x74000004, 32767),  # only LOGIN7 travels in TLS
+        ("yes", 0x74000004, 16383),
+        ("strict", 0x08000000, 16383),
+    ],
+)
+def test_login_asks_the_packet_size_and_tds_version_its_encryption_allows(
+    sql_server, emulator, encrypt, tds_version, requested
+):
+    """16,383 bytes is the largest packet of an encrypted connection ("Configure the network
+    packet size Server Configuration Option"); a strict login says TDS 8.0 as mssql-jdbc's."""
+    host = "localhost" if encrypt == "strict" else None
+    with connect(sql_server, encrypt=encrypt, host=host) as conn:
+        assert conn.scalar("SELECT 1") == 1
+        (record,) = emulator.logins().values()
+    assert (record.tds_version, record.packet_size_requested) == (tds_version, requested)
+    assert record.packet_size_granted == requested
+    assert record.encrypted is (encrypt != "no")
+
+
+def test_strict_accepts_a_server_that_selects_no_application_protocol(sql_server, emulator):
+    """Only a server that selects another protocol than tds/8.0 is refused (as mssql-jdbc
+    does); one whose TLS stack selects none is accepted."""
+    emulator.set_strict_alpn(())
+    with connect(sql_server, encrypt="strict", host="localhost") as conn:
+        assert conn.scalar("SELECT 1") == 1
+        (record,) = emulator.logins().values()
+    assert record.tds_version == 0x08000000
+
+
 def test_certificate_is_validated_against_the_ca(sql_server, emulator, tmp_path, monkeypatch):
     ca = emulator.write_ca(tmp_path / "ca.pem")
     monkeypatch.setenv("SSL_CERT_FILE", str(ca))

@@ -122,12 +122,16 @@ def test_columns_option_refuses_unknown_types():
         declared_columns("x ARRAY<INT>")
 
 
-def test_change_query_orders_by_commit_then_statement():
+def test_change_query_reads_the_change_table_in_commit_then_statement_order():
     sql = change_query("dbo_orders", [("id", "int"), ("h", "hierarchyid")], include_command_id=True)
-    assert "cdc.fn_cdc_get_all_changes_dbo_orders(@P1, @P2, N'all update old')" in sql
+    # __$command_id is only in the change table, never in the query function's result
+    assert "FROM cdc.[dbo_orders_CT] AS c " in sql
+    assert "fn_cdc_get_all_changes" not in sql
+    assert "WHERE c.__$start_lsn >= @P1 AND c.__$start_lsn <= @P2 " in sql
+    assert sql.startswith("SELECT c.__$start_lsn, c.__$seqval, c.__$operation, c.__$command_id, ")
     assert sql.endswith("ORDER BY c.__$start_lsn, c.__$command_id, c.__$seqval, c.__$operation")
     assert "CAST(c.[h] AS nvarchar(4000)) AS [h]" in sql
     assert column_expression("g", "geography") == "[g].STAsBinary() AS [g]"
     odd = change_query("dbo_Café x", [], include_command_id=False)
-    assert "cdc.[fn_cdc_get_all_changes_dbo_Café x]" in odd
+    assert "cdc.[dbo_Café x_CT]" in odd
     assert "__$command_id" not in odd

@@ -20,6 +20,8 @@ extern "C" {
 #endif
 
 #define MC_TDS_VERSION_74 0x74000004u
+/* TDS 8.0, sent in LOGIN7 over Encrypt=strict (as mssql-jdbc's TDS 8.0 login does). */
+#define MC_TDS_VERSION_80 0x08000000u
 #define MC_LOGIN7_FIXED_SIZE 94
 #define MC_LOGIN7_MAX_SIZE (128 * 1024 - 1)
 
@@ -28,6 +30,7 @@ enum { MC_FEATURE_FEDAUTH = 0x02, MC_FEATURE_UTF8_SUPPORT = 0x0A, MC_FEATURE_TER
 
 /* Inputs of a LOGIN7; strings are UTF-8 and NUL-terminated, NULL means empty. */
 typedef struct mc_login7_request {
+  uint32_t tds_version; /* MC_TDS_VERSION_74, or MC_TDS_VERSION_80 under strict; 0 = 7.4 */
   uint32_t packet_size;
   const char *host_name; /* the client machine */
   const char *user;      /* SQL login; ignored with access_token */

@@ -18,6 +18,10 @@
 
 /* Packets of the login phase: every server takes 4096 before ENVCHANGE says otherwise. */
 #define LOGIN_PACKET_SIZE 4096
+/* "The maximum network packet size for encrypted connections is 16,383 bytes" ("Configure the
+ * network packet size Server Configuration Option", Microsoft Learn): the most this client
+ * asks for on a session TLS protects throughout. */
+#define MAX_ENCRYPTED_PACKET_SIZE 16383
 
 /* Reads one whole PRELOGIN reply (a small message) into buf. */
 static mc_status read_prelogin_reply(mc_conn *c, uint8_t *buf, size_t cap, size_t *len,
@@ -82,7 +86,12 @@ static mc_status login(mc_conn *c, const mc_conn_auth *auth, double deadline, mc
   host_name(client_host, sizeof client_host);
   mc_login7_request req;
   memset(&req, 0, sizeof req);
+  bool encrypted = p->encrypt == MC_ENCRYPT_STRICT || plan == MC_TLS_FULL;
   req.packet_size = p->packet_size;
+  if (encrypted && req.packet_size > MAX_ENCRYPTED_PACKET_SIZE) {
+    req.packet_size = MAX_ENCRYPTED_PACKET_SIZE;
+  }
+  req.tds_version = p->encrypt == MC_ENCRYPT_STRICT ? MC_TDS_VERSION_80 : MC_TDS_VERSION_74;
   req.host_name = client_host;
   req.user = auth->user != NULL ? auth->user : p->user;
   req.password = auth->password != NULL ? auth->password : p->password;

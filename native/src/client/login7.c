@@ -96,7 +96,7 @@ mc_status mc_login7_build(const mc_login7_request *req, uint8_t **out, size_t *o
   if (m == NULL) return mc_error_set(err, MC_ENOMEM, "out of memory building LOGIN7");
 
   put_le32(m + 0, (uint32_t)total);
-  put_le32(m + 4, MC_TDS_VERSION_74);
+  put_le32(m + 4, req->tds_version != 0 ? req->tds_version : MC_TDS_VERSION_74);
   put_le32(m + 8, req->packet_size);
   put_le32(m + 12, 0x00010000u); /* ClientProgVer */
   put_le32(m + 16, req->client_pid);

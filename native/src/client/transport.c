@@ -283,7 +283,9 @@ mc_status mc_transport_tls_start(mc_transport *t, const mc_conn_params *params, 
     const unsigned char *proto = NULL;
     unsigned int len = 0;
     SSL_get0_alpn_selected(t->ssl, &proto, &len);
-    if (len != 7 || memcmp(proto, "tds/8.0", 7) != 0) {
+    /* A server that selects no protocol is accepted (mssql-jdbc's TDS 8.0 handshake does the
+     * same); one that selects another protocol is not speaking TDS 8.0. */
+    if (len != 0 && (len != 7 || memcmp(proto, "tds/8.0", 7) != 0)) {
       return mc_error_set(err, MC_ETLS,
                           "TLS handshake failed: the server did not agree to TDS 8.0 (ALPN "
                           "tds/8.0); it may not support Encrypt=strict");

@@ -39,6 +39,7 @@ from mssql_cdc.emulator.core.faults import Fault
 from mssql_cdc.emulator.engine.database import Database
 from mssql_cdc.emulator.protocol.tls import Certificate
 from mssql_cdc.emulator.server.server import DEFAULT_PASSWORD, EmulatorServer
+from mssql_cdc.emulator.server.session import LoginRecord
 
 __all__ = ["Emulator"]
 
@@ -154,6 +155,11 @@ class Emulator:
         cannot connect (MS-TDS 2.2.6.5)."""
         self.server.tls_available = available
 
+    def set_strict_alpn(self, protocols: tuple[str, ...]) -> None:
+        """The application protocols a strict (TDS 8.0) TLS handshake offers: ``("tds/8.0",)``
+        by default, ``()`` for a server whose TLS stack selects none."""
+        self.server.set_strict_alpn(protocols)
+
     # --- data ---
 
     def load_adventureworks(
@@ -253,6 +259,14 @@ class Emulator:
     def sessions(self) -> list[int]:
         """The spids of the connected sessions."""
         return sorted(self.server.sessions)
+
+    def logins(self) -> dict[int, LoginRecord]:
+        """Each logged-in session's LOGIN7 request (TDS version, packet size) and answer."""
+        return {
+            spid: s.login_record
+            for spid, s in sorted(self.server.sessions.items())
+            if s.login_record is not None
+        }
 
     def stop_capture_job(self) -> None:
         """Stop the capture job (like ``sys.sp_cdc_stop_job``); changes wait in the log."""

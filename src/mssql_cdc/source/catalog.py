@@ -101,7 +101,7 @@ def infer_schema(client: CdcClient) -> list[Column]:
     else:
         captured = union_columns(
             [
-                (i.name, client.captured_columns(i.name), client.computed_columns(i.name))
+                (i.name, client.captured_columns(i.name), client.computed_columns(i))
                 for i in siblings
             ]
         )

@@ -34,6 +34,7 @@ __all__ = [
     "CdcClient",
     "Commit",
     "DdlChange",
+    "is_permission_denied",
     "permission_error",
     "user_of",
 ]
@@ -41,6 +42,57 @@ __all__ = [
 log = logging.getLogger("mssql_cdc.source")
 
 PERMISSION_DENIED = 229
+#: SELECT refused on an object (229) or on one of its columns (230), "Database engine events
+#: and errors", Microsoft Learn
+PERMISSION_DENIED_NUMBERS = frozenset({PERMISSION_DENIED, 230})
+
+#: SQL Server's system data types ("Data types (Transact-SQL)", Microsoft Learn); a captured
+#: column's ``data_type`` outside this set is an alias (user-defined) type, resolved to its base
+#: type through ``sys.types`` (:meth:`CdcClient.captured_columns`)
+SYSTEM_TYPES = frozenset(
+    [
+        "bigint",
+        "binary",
+        "bit",
+        "char",
+        "date",
+        "datetime",
+        "datetime2",
+        "datetimeoffset",
+        "decimal",
+        "float",
+        "geography",
+        "geometry",
+        "hierarchyid",
+        "image",
+        "int",
+        "money",
+        "nchar",
+        "ntext",
+        "numeric",
+        "nvarchar",
+        "real",
+        "rowversion",
+        "smalldatetime",
+        "smallint",
+        "smallmoney",
+        "sql_variant",
+        "sysname",
+        "text",
+        "time",
+        "timestamp",
+        "tinyint",
+        "uniqueidentifier",
+        "varbinary",
+        "varchar",
+        "xml",
+    ]
+)
+#: the alias types of the database: each one's base system type, or ``None`` for a CLR type
+ALIAS_TYPES_SQL = (
+    "SELECT t.name, TYPE_NAME(t.system_type_id) AS base_type, t.is_assembly_type "
+    "FROM sys.types AS t WHERE t.is_user_defined = 1"
+)
 
 #: the columns of ``sys.sp_cdc_get_captured_columns`` the client reads
 CAPTURED_COLUMNS = (
@@ -116,10 +168,23 @@ def user_of(options: ReaderOptions) -> str:
     return "<your user>"
 
 
+def is_permission_denied(exc: SqlServerError) -> bool:
+    """Whether SQL Server refused a SELECT: on an object (229) or on a column of it (230)."""
+    return exc.number in PERMISSION_DENIED_NUMBERS
+
+
 def permission_error(options: ReaderOptions, capture_instance: str, cause: str) -> PermissionError:
-    """The ``PermissionError`` for a login that cannot read ``capture_instance``'s changes."""
+    """The ``PermissionError`` for a login that cannot read ``capture_instance``'s changes: the
+    change table, or the commit-time table ``cdc.lsn_time_mapping`` the change read joins."""
+    user = quote_name(user_of(options))
+    if "lsn_time_mapping" in cause:
+        return PermissionError(
+            "The login cannot read cdc.lsn_time_mapping (commit LSNs and their times), which "
+            f"every change read of capture instance {capture_instance!r} joins. Run: GRANT "
+            f"SELECT ON cdc.lsn_time_mapping TO {user}; SQL Server said: {cause}"
+        )
     table = change_table(capture_instance)
-    grant = f"GRANT SELECT ON {table} TO {quote_name(user_of(options))};"
+    grant = f"GRANT SELECT ON {table} TO {user};"
     return PermissionError(
         f"The login cannot read the change table {table} of capture instance "
         f"{capture_instance!r}. Run: {grant} (and GRANT SELECT on the source table; if the "
@@ -213,7 +278,8 @@ class CdcClient:
             raise ResultShapeError(
                 sql, missing, tuple(table.column_names), self.connection.server_version
             )
-        return table.to_pylist()
+        rows: list[dict[str, Any]] = table.to_pylist()
+        return rows
 
     def batches(
         self, sql: str, params: Sequence[_native.Param] | None, batch_rows: int
@@ -339,7 +405,7 @@ class CdcClient:
                 [Lsn(bytes(10))],
             )
         except SqlServerError as exc:
-            return str(exc) if exc.number == PERMISSION_DENIED else None
+            return str(exc) if is_permission_denied(exc) else None
         return None
 
     def captured_columns(self, capture_instance: str) -> list[CapturedColumn]:
@@ -351,18 +417,36 @@ class CdcClient:
             needs=CAPTURED_COLUMNS,
         )
         rows.sort(key=lambda r: r["column_ordinal"])
+        types = [str(r["data_type"]).lower() for r in rows]
+        if not SYSTEM_TYPES.issuperset(types):
+            aliases = self.alias_types()
+            types = [aliases.get(t) or t for t in types]
         return [
             CapturedColumn(
                 name=r["column_name"],
                 column_id=r["column_id"],
-                data_type=str(r["data_type"]).lower(),
+                data_type=data_type,
                 max_length=r["character_maximum_length"],
                 precision=r["numeric_precision"],
                 scale=r["numeric_scale"],
                 datetime_precision=r["datetime_precision"],
             )
-            for r in rows
+            for r, data_type in zip(rows, types, strict=True)
         ]
+
+    def alias_types(self) -> dict[str, str | None]:
+        """The database's alias (user-defined) types, lower case: each one's base system type
+        (``dbo.Name`` -> ``nvarchar``), ``None`` for a CLR type (read as binary).
+
+        ``sp_cdc_get_captured_columns`` documents ``data_type`` only as "column data type";
+        whether a column of an alias type reports the alias or its base type is not said, so
+        a name outside :data:`SYSTEM_TYPES` is resolved here rather than guessed.
+        """
+        rows = self.rows(ALIAS_TYPES_SQL, needs=("name", "base_type", "is_assembly_type"))
+        return {
+            str(r["name"]).lower(): None if r["is_assembly_type"] else str(r["base_type"]).lower()
+            for r in rows
+        }
 
     def ddl_history(self, capture_instance: str) -> list[DdlChange]:
         """``sys.sp_cdc_get_ddl_history``: the instance's DDL since it was enabled, in LSN
@@ -388,20 +472,38 @@ class CdcClient:
         empty = self.table(f"SELECT TOP (0) * FROM {table_name(schema, table)}")
         return {name.lower() for name in empty.column_names}
 
-    def computed_columns(self, capture_instance: str) -> set[str]:
-        """Names of computed captured columns (``cdc.captured_columns.is_computed``)."""
-        try:
-            rows = self.table(
-                "SELECT cc.column_name FROM cdc.captured_columns AS cc "
-                "JOIN cdc.change_tables AS ct ON ct.object_id = cc.object_id "
-                "WHERE ct.capture_instance = @P1 AND cc.is_computed = 1",
-                [capture_instance],
-            ).to_pylist()
-        except SqlServerError as exc:
-            if exc.number == PERMISSION_DENIED:
-                return set()
-            raise
-        return {r["column_name"] for r in rows}
+    def computed_columns(self, instance: CaptureInstance) -> set[str]:
+        """Names of ``instance``'s captured columns that are computed in its source table
+        (``sys.columns.is_computed``; the catalog views show a table's columns to any login
+        with a permission on it, "Metadata Visibility Configuration", Microsoft Learn).
+
+        CDC stores NULL for a computed column in every change row, while a snapshot reads its
+        value; the schema leaves such columns out. When the login cannot see the table's
+        metadata at all, computed columns cannot be told apart: a WARNING says so (never
+        silently "none") and the empty set is returned.
+        """
+        source = table_name(instance.source_schema, instance.source_table)
+        rows = self.rows(
+            "SELECT c.name, c.is_computed FROM sys.columns AS c WHERE c.object_id = OBJECT_ID(@P1)",
+            [source],
+            needs=("name", "is_computed"),
+        )
+        if not rows:
+            log.warning(
+                "cannot see the columns of %s in sys.columns (the login has no permission on "
+                "the table?): computed columns of capture instance %r cannot be detected, and "
+                "would read NULL in change rows but their value in snapshots; GRANT SELECT on "
+                "the table",
+                source,
+                instance.name,
+            )
+            return set()
+        captured = {c.lower() for c in instance.columns}
+        return {
+            r["name"]
+            for r in rows
+            if r["is_computed"] and (not captured or str(r["name"]).lower() in captured)
+        }
 
     # --- change rows ---
 

@@ -39,7 +39,12 @@ from mssql_cdc.errors import (
     TlsError,
 )
 from mssql_cdc.options import parse_options
-from mssql_cdc.source.client import PERMISSION_DENIED, CaptureInstance, CdcClient, user_of
+from mssql_cdc.source.client import (
+    PERMISSION_DENIED_NUMBERS,
+    CaptureInstance,
+    CdcClient,
+    user_of,
+)
 from mssql_cdc.source.sql import (
     CHECK_CAPTURE_JOB_STATE,
     CHECK_CHANGE_TABLE_OWNER,
@@ -522,7 +527,7 @@ def _instance(
         )
     else:
         denied = client.change_access_denied(name)
-        if denied is None and ct_error != PERMISSION_DENIED:
+        if denied is None and ct_error not in PERMISSION_DENIED_NUMBERS:
             readable = ", ".join(i.name for i in instances) or "none"
             out.add(
                 "instance",
@@ -573,7 +578,7 @@ def _diagnose(client: CdcClient, out: _Items, name: str, user: str, ct_denied: b
     try:
         rows = _rows(client, CHECK_CHANGE_TABLE_OWNER, [name])
     except SqlServerError as exc:
-        if exc.number not in (PERMISSION_DENIED, _INVALID_OBJECT):
+        if exc.number not in (*PERMISSION_DENIED_NUMBERS, _INVALID_OBJECT):
             raise
         rows = []
     if not rows:

@@ -1,8 +1,11 @@
 """Reading one change range in a task (executor side).
 
-:func:`read_changes` opens its own connection, runs the change query, and yields each Arrow
-batch the native client decodes, cast to the declared schema with the metadata columns filled
-in; then it checks retention again and writes the partition's metrics file.
+
+:func:`read_changes` opens its own connection, checks that cleanup has not passed the range's
+start, runs the change query (the change table, :func:`~mssql_cdc.source.sql.change_query`),
+and yields each Arrow batch the native client decodes, cast to the declared schema with the
+metadata columns filled in; then it checks retention again and writes the partition's metrics
+file.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from mssql_cdc._native import Lsn
 from mssql_cdc.errors import SqlServerError
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.arrow import cast_to, constant, lsn_text
-from mssql_cdc.source.client import PERMISSION_DENIED, CdcClient, permission_error
+from mssql_cdc.source.client import CdcClient, is_permission_denied, permission_error
 from mssql_cdc.source.clock import ServerClock
 from mssql_cdc.source.headroom import headroom_hours
 from mssql_cdc.source.offsets import format_utc, parse_utc
@@ -31,7 +34,6 @@ __all__ = ["ReadSpec", "read_changes"]
 
 log = logging.getLogger("mssql_cdc.source")
 
-CDC_RANGE_ERROR = 313
 _MB = 1024 * 1024
 
 
@@ -121,20 +123,12 @@ def read_changes(spec: ReadSpec, part: ChangeRange) -> Iterator[pa.RecordBatch]:
         rtt = client.ping_ms() if options.metrics_path else None
         before = client.stats()
         began = time.perf_counter()
-        try:
-            for batch in _query(client, spec, part, low, high):
-                rows += batch.num_rows
-                yield batch
-        except SqlServerError as exc:
-            if exc.number == PERMISSION_DENIED:
-                raise permission_error(options, ci, str(exc)) from exc
-            if exc.number != CDC_RANGE_ERROR or rows:
-                raise
-            min_lsn = client.min_lsn(ci)
-            if not is_gone(low, min_lsn):
-                raise
+        # The change table raises nothing for a range cleanup purged (the query function's
+        # error 313): the instance's low endpoint is checked before the read and after it.
+        min_lsn = client.min_lsn(ci)
+        if is_gone(low, min_lsn):
             if options.fail_on_data_loss:
-                raise data_loss_error(ci, low, min_lsn) from exc
+                raise data_loss_error(ci, low, min_lsn)
             record_skip(
                 ci,
                 low,
@@ -144,11 +138,16 @@ def read_changes(spec: ReadSpec, part: ChangeRange) -> Iterator[pa.RecordBatch]:
                 reason="purged before the task read it",
             )
             warnings.append(f"{ci}: skipped {low}..{min_lsn.prev()} purged by CDC cleanup")
-            if min_lsn <= high:
-                for batch in _query(client, spec, part, min_lsn, high):
+            low = min_lsn
+        if low <= high:
+            try:
+                for batch in _query(client, spec, part, low, high):
                     rows += batch.num_rows
                     yield batch
-            low = min_lsn
+            except SqlServerError as exc:
+                if is_permission_denied(exc):
+                    raise permission_error(options, ci, str(exc)) from exc
+                raise
         read_seconds = time.perf_counter() - began
         min_lsn = client.min_lsn(ci)
         if is_gone(low, min_lsn):

@@ -31,7 +31,7 @@ from mssql_cdc.errors import SqlServerError
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.arrow import cast_to, constant, pylist
 from mssql_cdc.source.catalog import find_instance
-from mssql_cdc.source.client import PERMISSION_DENIED, CapturedColumn, CdcClient
+from mssql_cdc.source.client import CapturedColumn, CdcClient, is_permission_denied
 from mssql_cdc.source.offsets import format_utc, parse_utc
 from mssql_cdc.source.partitions import Bound, SnapshotRange
 from mssql_cdc.source.positions import snapshot_lsn
@@ -346,7 +346,7 @@ def read_snapshot(
                     started=started,
                 )
         except SqlServerError as exc:
-            if exc.number == PERMISSION_DENIED:
+            if is_permission_denied(exc):
                 raise PermissionError(
                     f"The login cannot read {part.source_schema}.{part.source_table}: run "
                     f"GRANT SELECT ON {table_name(part.source_schema, part.source_table)} TO "

@@ -121,8 +121,16 @@ def change_function(capture_instance: str) -> str:
 def change_query(
     capture_instance: str, columns: Sequence[tuple[str, str]], *, include_command_id: bool
 ) -> str:
-    """All changes (with update before-images) of ``@P1 <= __$start_lsn <= @P2``, each with its
-    commit's server-local time, in commit order.
+    """All change rows (update before-images too) of ``@P1 <= __$start_lsn <= @P2``, each with
+    its commit's server-local time, in commit order.
+
+    Read from the change table ``cdc.[<ci>_CT]``, not from ``cdc.fn_cdc_get_all_changes_<ci>``:
+    only the change table has ``__$command_id`` (the query function returns ``__$start_lsn``,
+    ``__$seqval``, ``__$operation``, ``__$update_mask`` and the captured columns), and the order
+    within a transaction is ``__$command_id``'s ("cdc.<capture_instance>_CT", Microsoft Learn).
+    The change table holds every operation, so the rows are those of the function's
+    ``N'all update old'``. It raises no error 313 for a range cleanup purged: the reader checks
+    the instance's low endpoint before and after (:mod:`mssql_cdc.source.reading`).
 
     Result columns, by position: start LSN, seqval, operation, [command id], commit time, then
     ``columns``.
@@ -137,8 +145,9 @@ def change_query(
     select += [column_expression(name, sql_type, "c") for name, sql_type in columns]
     return (
         f"SELECT {', '.join(select)} "
-        f"FROM {change_function(capture_instance)}(@P1, @P2, N'all update old') AS c "
+        f"FROM {change_table(capture_instance)} AS c "
         "JOIN cdc.lsn_time_mapping AS m ON m.start_lsn = c.__$start_lsn "
+        "WHERE c.__$start_lsn >= @P1 AND c.__$start_lsn <= @P2 "
         f"ORDER BY {', '.join(order)}"
     )
 

@@ -59,7 +59,7 @@ class SourceTallies:
 
     def computed_columns(self) -> set[str]:
         """Names of computed captured columns (NULL in change rows, left out of row hashes)."""
-        return self.client.computed_columns(self.instance.name)
+        return self.client.computed_columns(self.instance)
 
     def max_lsn(self) -> str | None:
         """``sys.fn_cdc_get_max_lsn()`` as ``0x`` text (``None`` before any commit)."""

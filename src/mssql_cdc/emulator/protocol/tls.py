@@ -72,8 +72,11 @@ def generate_certificate(hostnames: tuple[str, ...] = ("localhost",)) -> Certifi
     )
 
 
-def server_contexts(cert: Certificate) -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    """(TDS 7.x context capped at TLS 1.2, TDS 8.0 strict context with ALPN tds/8.0)."""
+def server_contexts(
+    cert: Certificate, *, alpn: tuple[str, ...] = (ALPN_TDS8,)
+) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """(TDS 7.x context capped at TLS 1.2, TDS 8.0 strict context offering ``alpn``: tds/8.0,
+    or nothing, for a server whose TLS stack selects no application protocol)."""
     with tempfile.TemporaryDirectory() as tmp:
         cert_file = Path(tmp) / "cert.pem"
         key_file = Path(tmp) / "key.pem"
@@ -85,7 +88,8 @@ def server_contexts(cert: Certificate) -> tuple[ssl.SSLContext, ssl.SSLContext]:
         strict = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         strict.minimum_version = ssl.TLSVersion.TLSv1_2
         strict.load_cert_chain(cert_file, key_file)
-        strict.set_alpn_protocols([ALPN_TDS8])
+        if alpn:
+            strict.set_alpn_protocols(list(alpn))
         strict.num_tickets = 0
     return legacy, strict
 

@@ -57,6 +57,10 @@ class EmulatorServer:
         #: the next login is sent a routing ENVCHANGE to this (host, port), once
         self.route_next_login: tuple[str, int] | None = None
 
+    def set_strict_alpn(self, protocols: tuple[str, ...]) -> None:
+        """Rebuild the strict TLS context offering ``protocols`` as ALPN (new sessions)."""
+        self.legacy_context, self.strict_context = server_contexts(self.certificate, alpn=protocols)
+
     def __repr__(self) -> str:
         return f"EmulatorServer(db={self.db.name!r})"
 

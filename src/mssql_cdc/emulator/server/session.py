@@ -44,6 +44,22 @@ log = logging.getLogger("mssql_cdc.emulator.server.session")
 TDS74 = 0x74000004
 PRE_LOGIN_PACKET_SIZE = 4096
 MAX_PACKET_SIZE = 32767
+#: "The maximum network packet size for encrypted connections is 16,383 bytes" ("Configure the
+#: network packet size Server Configuration Option", Microsoft Learn)
+MAX_ENCRYPTED_PACKET_SIZE = 16383
+
+
+@dataclasses.dataclass(frozen=True)
+class LoginRecord:
+    """What a client asked for in its LOGIN7 and what it was granted (tests read it)."""
+
+    tds_version: int
+    #: LOGIN7's PacketSize
+    packet_size_requested: int
+    #: the ENVCHANGE packet size the server answered
+    packet_size_granted: int
+    #: TLS protects the whole session (not only LOGIN7)
+    encrypted: bool
 
 
 class _Prefixed:
@@ -125,6 +141,8 @@ class Session:
         self.raw = RawChannel(reader, writer)
         self.spid = spid
         self.packet_size = PRE_LOGIN_PACKET_SIZE
+        #: the accepted login's request and answer (``None`` before one)
+        self.login_record: LoginRecord | None = None
         self.executor: Executor | None = None
         self.login_name = ""
         peer = writer.get_extra_info("peername")
@@ -166,7 +184,7 @@ class Session:
     async def _send(self, channel: Channel, payload: bytes) -> None:
         await channel.write(frame(PacketType.REPLY, payload, self.packet_size, self.spid))
 
-    async def _run(self) -> None:  # noqa: PLR0912 (a dispatch over kinds)
+    async def _run(self) -> None:  # noqa: PLR0912, PLR0915 (the login sequence, step by step)
         try:
             first = await asyncio.wait_for(self.raw.read_some(), self.server.read_timeout)
         except TimeoutError:
@@ -224,12 +242,13 @@ class Session:
             # only LOGIN7 was encrypted; the rest of the connection is plaintext
             login_channel = channel
             login_packets = packets
-        if not await self._login(login_channel, login):
+        encrypted = strict or answer in (prelogin.ENCRYPT_ON, prelogin.ENCRYPT_REQ)
+        if not await self._login(login_channel, login, encrypted=encrypted):
             return
         login_packets.idle_ok = True  # a logged-in client may wait between requests
         await self._serve(login_channel, login_packets)
 
-    async def _login(self, channel: Channel, login: login7.Login7) -> bool:
+    async def _login(self, channel: Channel, login: login7.Login7, *, encrypted: bool) -> bool:
         refused = self.server.login_refused()
         fedauth = login.features.get(login7.FEATURE_FEDAUTH)
         if fedauth is not None:
@@ -269,7 +288,9 @@ class Session:
             await self._send(channel, payload)
             return False
         requested = login.packet_size or PRE_LOGIN_PACKET_SIZE
-        negotiated = max(512, min(requested, MAX_PACKET_SIZE))
+        negotiated = max(
+            512, min(requested, MAX_ENCRYPTED_PACKET_SIZE if encrypted else MAX_PACKET_SIZE)
+        )
         database = login.database or self.server.db.name
         version = min(login.tds_version, TDS74) if login.tds_version else TDS74
         if version < 0x70000000:
@@ -298,6 +319,7 @@ class Session:
         parts.append(tokens.done())
         await self._send(channel, b"".join(parts))
         self.packet_size = negotiated
+        self.login_record = LoginRecord(login.tds_version, requested, negotiated, encrypted)
         # tds-types work: UTF-8 collations are downgraded for clients without UTF8_SUPPORT
         CLIENT_UTF8.set(login7.FEATURE_UTF8 in login.features)
         self.login_name = login.username
