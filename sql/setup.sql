@@ -39,15 +39,22 @@ GO
 -- 4. The reader's grants for this table:
 --    * SELECT on the source table: the CDC metadata procedures and functions list the capture
 --      instance only to a login with SELECT on its captured columns; snapshots read it;
---    * SELECT on the change table: the stream counts and reads its rows;
---    * membership in the gating role: without it the change functions answer error 229;
+--    * SELECT on the change table: the stream reads its rows (with __$command_id, which only
+--      the change table has);
+--    * membership in the gating role: without it the CDC metadata procedures leave the
+--      instance out;
+--    * SELECT on cdc.lsn_time_mapping (commit LSNs and times, no row data): every change read
+--      joins it; no Microsoft page says which logins may read it, so it is granted here (a
+--      harmless repeat where the database already lets every user read it);
 --    * SELECT on cdc.change_tables (capture instance names, object ids, role names; no data):
 --      lets `mssql-cdc check` say which grant is missing when the instance is not visible.
---    Nothing else: cdc.lsn_time_mapping, sys.fn_cdc_get_max_lsn and the server clock need no
---    grant. For isolationLevel=snapshot a DBA also runs
+--    The grants of cdc.lsn_time_mapping and cdc.change_tables serve every table of the
+--    database. Nothing else: sys.fn_cdc_get_max_lsn and the server clock need no grant. For
+--    isolationLevel=snapshot a DBA also runs
 --      ALTER DATABASE [$(DatabaseName)] SET ALLOW_SNAPSHOT_ISOLATION ON;
 GRANT SELECT ON [$(SourceSchema)].[$(SourceTable)] TO [$(ReaderLogin)];
 GRANT SELECT ON cdc.[$(SourceSchema)_$(SourceTable)_CT] TO [$(ReaderLogin)];
+GRANT SELECT ON cdc.lsn_time_mapping TO [$(ReaderLogin)];
 GRANT SELECT ON cdc.change_tables TO [$(ReaderLogin)];
 ALTER ROLE [$(GatingRole)] ADD MEMBER [$(ReaderLogin)];
 GO

@@ -10,6 +10,11 @@ from pathlib import Path
 import pytest
 
 from mssql_cdc import _native, check
+from mssql_cdc.options import parse_options
+from mssql_cdc.source.catalog import infer_schema
+from mssql_cdc.source.client import CdcClient
+from mssql_cdc.source.datasource import HAS_ADMISSION_CONTROL, AdmissionStreamReader, to_struct
+from mssql_cdc.source.sql import change_query
 
 pytest.importorskip("duckdb")
 
@@ -92,20 +97,64 @@ def test_setup_leaves_a_reader_that_check_passes(emulator):
         "source_select",
         "gating_role",
         "change_table_select",
+        "commit_times",
     }
-    # and the reader reads the change data the way the stream does
+    # and the reader reads the change data with the stream's own query
     reader = connect(emulator, SETUP["ReaderLogin"], SETUP["ReaderPassword"])
     admin = connect(emulator)
     run(admin, "INSERT INTO dbo.orders VALUES (1, 9.50)")
     emulator.scan()
-    rows = run(
-        reader,
-        "SELECT __$operation AS op FROM cdc.fn_cdc_get_all_changes_dbo_orders("
-        "sys.fn_cdc_get_min_lsn(N'dbo_orders'), sys.fn_cdc_get_max_lsn(), N'all')",
+    low = reader.scalar("SELECT sys.fn_cdc_get_min_lsn(N'dbo_orders')")
+    high = reader.scalar("SELECT sys.fn_cdc_get_max_lsn()")
+    sql = change_query(
+        "dbo_orders", [("id", "int"), ("amount", "decimal")], include_command_id=True
     )
-    assert rows == [{"op": 2}]
+    rows = run(reader, sql, [low, high])
+    assert [(r["__$operation"], r["__$command_id"], r["id"]) for r in rows] == [(2, 1, 1)]
     reader.close()
     admin.close()
+
+
+def test_the_setup_reader_streams_with_exactly_the_scripts_grants(emulator):
+    """The data source's driver (offsets, planning) and task (the change read) as the login of
+    setup.sql, with nothing but its grants."""
+    admin = connect(emulator)
+    run(admin, "CREATE TABLE dbo.orders (id INT NOT NULL PRIMARY KEY, amount DECIMAL(18,2))")
+    for batch in sqlcmd_batches(SQL / "setup.sql", SETUP):
+        run(admin, batch)
+    run(admin, "INSERT INTO dbo.orders VALUES (1, 9.50), (2, 1.25)")
+    run(admin, "UPDATE dbo.orders SET amount = 2.00 WHERE id = 2")
+    emulator.scan()
+    options = parse_options(
+        {
+            "connectionString": f"Server=tcp:{emulator.host},{emulator.port};Encrypt=no",
+            "user": SETUP["ReaderLogin"],
+            "password": SETUP["ReaderPassword"],
+            "captureInstance": "dbo_orders",
+        }
+    )
+    client = CdcClient(options)
+    schema = to_struct(infer_schema(client))
+    client.close()
+    reader = AdmissionStreamReader(options, schema, 4)
+    start = reader.initialOffset()
+    if HAS_ADMISSION_CONTROL:
+        from pyspark.sql.streaming.datasource import ReadAllAvailable  # noqa: PLC0415 (4.2+)
+
+        end = reader.latestOffset(start, ReadAllAvailable())
+    else:
+        end = reader.latestOffset()
+    rows = [
+        row for p in reader.partitions(start, end) for b in reader.read(p) for row in b.to_pylist()
+    ]
+    reader.stop()
+    admin.close()
+    assert [(r["_operation"], r["id"], str(r["amount"])) for r in rows] == [
+        (2, 1, "9.50"),
+        (2, 2, "1.25"),
+        (3, 2, "1.25"),
+        (4, 2, "2.00"),
+    ]
 
 
 def test_heartbeat_update_moves_the_max_lsn_of_a_quiet_database(emulator):

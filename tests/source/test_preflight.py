@@ -52,7 +52,7 @@ def prepare(emu, *, enable_db=True, role=ROLE, grants=None, member=True, job=Tru
         f"@role_name = {role_arg}, @supports_net_changes = 0",
     )
     if grants is None:
-        grants = ["dbo.orders", f"cdc.[{CI}_CT]", "cdc.change_tables"]
+        grants = ["dbo.orders", f"cdc.[{CI}_CT]", "cdc.lsn_time_mapping", "cdc.change_tables"]
     admin(emu, *[f"GRANT SELECT ON {g} TO {READER}" for g in grants])
     if role and member:
         admin(emu, f"ALTER ROLE {role} ADD MEMBER {READER}")
@@ -137,7 +137,7 @@ def test_capture_instance_missing(emulator):
 def test_no_select_on_the_source_table(emulator):
     # without any permission on dbo.orders the login cannot even see its name (metadata
     # visibility), so the fix names the procedure that shows it
-    prepare(emulator, grants=[f"cdc.[{CI}_CT]", "cdc.change_tables"])
+    prepare(emulator, grants=[f"cdc.[{CI}_CT]", "cdc.lsn_time_mapping", "cdc.change_tables"])
     failure = only_failure(check(options(emulator), [CI]))
     assert (failure.name, failure.capture_instance) == ("source_select", CI)
     assert "cannot even see its name" in failure.detail
@@ -149,7 +149,7 @@ def test_no_select_on_the_source_table(emulator):
 
 def test_select_denied_on_the_source_table(emulator):
     # a DENY leaves the name visible (the login holds a permission on it), so the fix is exact
-    prepare(emulator, grants=[f"cdc.[{CI}_CT]", "cdc.change_tables"])
+    prepare(emulator, grants=[f"cdc.[{CI}_CT]", "cdc.lsn_time_mapping", "cdc.change_tables"])
     admin(emulator, f"GRANT INSERT ON dbo.orders TO {READER}")
     failure = only_failure(check(options(emulator), [CI]))
     assert (failure.name, failure.capture_instance) == ("source_select", CI)
@@ -164,14 +164,22 @@ def test_not_in_the_gating_role(emulator):
 
 
 def test_no_select_on_the_change_table(emulator):
-    prepare(emulator, grants=["dbo.orders", "cdc.change_tables"])
+    prepare(emulator, grants=["dbo.orders", "cdc.lsn_time_mapping", "cdc.change_tables"])
     failure = only_failure(check(options(emulator), [CI]))
     assert (failure.name, failure.capture_instance) == ("change_table_select", CI)
     assert failure.fix == f"GRANT SELECT ON cdc.[{CI}_CT] TO [{READER}];"
 
 
+def test_no_select_on_the_commit_time_table(emulator):
+    """Every change read joins cdc.lsn_time_mapping; sql/setup.sql grants it explicitly."""
+    prepare(emulator, grants=["dbo.orders", f"cdc.[{CI}_CT]", "cdc.change_tables"])
+    failure = only_failure(check(options(emulator), [CI]))
+    assert (failure.name, failure.capture_instance) == ("commit_times", None)
+    assert failure.fix == f"GRANT SELECT ON cdc.lsn_time_mapping TO [{READER}];"
+
+
 def test_without_the_metadata_grant_source_and_role_are_reported_together(emulator):
-    prepare(emulator, grants=[f"cdc.[{CI}_CT]"], member=False)
+    prepare(emulator, grants=[f"cdc.[{CI}_CT]", "cdc.lsn_time_mapping"], member=False)
     report = check(options(emulator), [CI])
     failure = only_failure(report)
     assert failure.name == "source_select"

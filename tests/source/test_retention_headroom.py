@@ -48,22 +48,16 @@ def test_the_facts_take_the_readers_figure_not_the_watermark():
 
 
 class FakeClient:
-    def __init__(self, rows=None, error=None):
-        self.rows, self.error, self.calls = rows, error, 0
+    def __init__(self, answer=None, error=None):
+        self.answer, self.error, self.calls = answer, error, 0
 
-    def table(self, sql):
+    def rows(self, sql, params=None, *, needs):
         self.calls += 1
         assert sql == "EXEC sys.sp_cdc_help_jobs"
+        assert "retention" in needs
         if self.error:
             raise self.error
-
-        rows = self.rows
-
-        class Result:
-            def to_pylist(self):
-                return rows
-
-        return Result()
+        return self.answer
 
 
 def test_the_retention_is_read_once_an_hour_and_a_refusal_means_unknown(caplog):

@@ -94,6 +94,21 @@ ALIAS_TYPES_SQL = (
     "FROM sys.types AS t WHERE t.is_user_defined = 1"
 )
 
+#: the columns of ``sys.sp_cdc_help_change_data_capture`` the client reads
+INSTANCE_COLUMNS = (
+    "capture_instance",
+    "source_schema",
+    "source_table",
+    "start_lsn",
+    "role_name",
+    "index_column_list",
+    "captured_column_list",
+)
+#: the columns of ``sys.sp_cdc_get_ddl_history`` the client reads
+DDL_HISTORY_COLUMNS = ("ddl_lsn", "ddl_time", "ddl_command", "required_column_update")
+#: the columns of ``cdc.lsn_time_mapping`` the client reads
+COMMIT_TIME_COLUMNS = ("start_lsn", "tran_end_time")
+
 #: the columns of ``sys.sp_cdc_get_captured_columns`` the client reads
 CAPTURED_COLUMNS = (
     "column_name",
@@ -296,48 +311,53 @@ class CdcClient:
     def max_commit(self) -> Commit | None:
         """The newest row of ``cdc.lsn_time_mapping`` (its LSN is ``sys.fn_cdc_get_max_lsn()``);
         ``None`` when capture never wrote one."""
-        rows = self.table(
+        rows = self.rows(
             "SELECT TOP (1) start_lsn, tran_end_time FROM cdc.lsn_time_mapping "
-            "ORDER BY start_lsn DESC"
-        ).to_pylist()
+            "ORDER BY start_lsn DESC",
+            needs=COMMIT_TIME_COLUMNS,
+        )
         return _commit(rows[0]) if rows else None
 
     def nth_commit(self, after: Lsn, n: int, cap: Lsn) -> Commit | None:
         """The ``n``-th commit after ``after`` (or the last one up to ``cap`` if fewer)."""
-        rows = self.table(
+        rows = self.rows(
             "SELECT TOP (1) start_lsn, tran_end_time FROM cdc.lsn_time_mapping "
             "WHERE start_lsn <= (SELECT MAX(x.start_lsn) FROM (SELECT TOP (@P3) start_lsn "
             "FROM cdc.lsn_time_mapping WHERE start_lsn > @P1 AND start_lsn <= @P2 "
             "ORDER BY start_lsn) AS x) ORDER BY start_lsn DESC",
             [after, cap, n],
-        ).to_pylist()
+            needs=COMMIT_TIME_COLUMNS,
+        )
         return _commit(rows[0]) if rows else None
 
     def commit_at_or_before(self, lsn: Lsn) -> Commit | None:
         """The newest commit at or below ``lsn``."""
-        rows = self.table(
+        rows = self.rows(
             "SELECT TOP (1) start_lsn, tran_end_time FROM cdc.lsn_time_mapping "
             "WHERE start_lsn <= @P1 ORDER BY start_lsn DESC",
             [lsn],
-        ).to_pylist()
+            needs=COMMIT_TIME_COLUMNS,
+        )
         return _commit(rows[0]) if rows else None
 
     def first_commit_from(self, lsn: Lsn) -> Commit | None:
         """The oldest commit at or above ``lsn``."""
-        rows = self.table(
+        rows = self.rows(
             "SELECT TOP (1) start_lsn, tran_end_time FROM cdc.lsn_time_mapping "
             "WHERE start_lsn >= @P1 ORDER BY start_lsn",
             [lsn],
-        ).to_pylist()
+            needs=COMMIT_TIME_COLUMNS,
+        )
         return _commit(rows[0]) if rows else None
 
     def commits_between(self, low: Lsn, high: Lsn) -> list[Commit]:
         """Every commit with ``low <= start_lsn <= high``, in LSN order."""
-        rows = self.table(
+        rows = self.rows(
             "SELECT start_lsn, tran_end_time FROM cdc.lsn_time_mapping "
             "WHERE start_lsn >= @P1 AND start_lsn <= @P2 ORDER BY start_lsn",
             [low, high],
-        ).to_pylist()
+            needs=COMMIT_TIME_COLUMNS,
+        )
         return [_commit(r) for r in rows]
 
     def min_lsn(self, capture_instance: str) -> Lsn:
@@ -381,16 +401,16 @@ class CdcClient:
 
     def capture_instances(self) -> list[CaptureInstance]:
         """Every capture instance the login can read, oldest ``start_lsn`` first."""
-        rows = self.table("EXEC sys.sp_cdc_help_change_data_capture").to_pylist()
+        rows = self.rows("EXEC sys.sp_cdc_help_change_data_capture", needs=INSTANCE_COLUMNS)
         out = [
             CaptureInstance(
                 name=r["capture_instance"],
                 source_schema=r["source_schema"],
                 source_table=r["source_table"],
                 start_lsn=_lsn(r["start_lsn"]) or Lsn(bytes(10)),
-                index_columns=_names(r.get("index_column_list")),
-                columns=_names(r.get("captured_column_list")),
-                role_name=r.get("role_name") or None,
+                index_columns=_names(r["index_column_list"]),
+                columns=_names(r["captured_column_list"]),
+                role_name=r["role_name"] or None,
             )
             for r in rows
         ]
@@ -451,15 +471,17 @@ class CdcClient:
     def ddl_history(self, capture_instance: str) -> list[DdlChange]:
         """``sys.sp_cdc_get_ddl_history``: the instance's DDL since it was enabled, in LSN
         order (the same SELECT permission as its change data)."""
-        rows = self.table(
-            "EXEC sys.sp_cdc_get_ddl_history @capture_instance = @P1", [capture_instance]
-        ).to_pylist()
+        rows = self.rows(
+            "EXEC sys.sp_cdc_get_ddl_history @capture_instance = @P1",
+            [capture_instance],
+            needs=DDL_HISTORY_COLUMNS,
+        )
         out = [
             DdlChange(
                 lsn=_lsn(r["ddl_lsn"]) or Lsn(bytes(10)),
-                local_time=r.get("ddl_time"),
+                local_time=r["ddl_time"],
                 command=str(r["ddl_command"] or ""),
-                required_column_update=bool(r.get("required_column_update")),
+                required_column_update=bool(r["required_column_update"]),
                 capture_instance=capture_instance,
             )
             for r in rows

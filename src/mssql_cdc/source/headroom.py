@@ -22,7 +22,7 @@ import time
 
 from mssql_cdc.errors import SqlServerError
 from mssql_cdc.source.client import CdcClient
-from mssql_cdc.source.sql import CHECK_HELP_JOBS
+from mssql_cdc.source.sql import CHECK_HELP_JOBS, HELP_JOBS_COLUMNS
 
 __all__ = ["RetentionReader", "headroom_hours"]
 
@@ -70,7 +70,7 @@ class RetentionReader:
 
     def _read(self) -> int | None:
         try:
-            rows = self.client.table(CHECK_HELP_JOBS).to_pylist()
+            rows = self.client.rows(CHECK_HELP_JOBS, needs=HELP_JOBS_COLUMNS)
         except SqlServerError as exc:
             if not self._said:
                 self._said = True
@@ -81,7 +81,7 @@ class RetentionReader:
                 )
             return None
         for row in rows:
-            if str(row.get("job_type", "")).lower() == "cleanup":
-                value = row.get("retention")
+            if str(row["job_type"]).lower() == "cleanup":
+                value = row["retention"]
                 return None if value is None else int(value)
         return None

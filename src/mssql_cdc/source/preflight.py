@@ -13,6 +13,7 @@ why). The questions, in order; a failure skips the questions that depend on it:
   ``msdb.dbo.sp_help_job`` (msdb rights) and ``sys.dm_cdc_log_scan_sessions`` (``VIEW DATABASE
   STATE``); a reader login usually lacks these rights, and those lines are then skipped;
 * ``time_zone``: the clock ``sourceTimeZone`` resolves to (:mod:`mssql_cdc.source.clock`);
+* ``commit_times``: SELECT on ``cdc.lsn_time_mapping``, which every change read joins;
 * per capture instance: ``instance``, ``source_select``, ``gating_role``,
   ``change_table_select``. ``sys.sp_cdc_help_change_data_capture`` lists only the instances
   the login may read; for one it lists not, the change function tells "exists" (error 229)
@@ -40,18 +41,24 @@ from mssql_cdc.errors import (
 )
 from mssql_cdc.options import parse_options
 from mssql_cdc.source.client import (
+    COMMIT_TIME_COLUMNS,
     PERMISSION_DENIED_NUMBERS,
     CaptureInstance,
     CdcClient,
     user_of,
 )
 from mssql_cdc.source.sql import (
+    CHANGE_TABLE_OWNER_COLUMNS,
     CHECK_CAPTURE_JOB_STATE,
     CHECK_CHANGE_TABLE_OWNER,
     CHECK_DATABASE,
     CHECK_HELP_JOBS,
     CHECK_IS_ROLE_MEMBER,
     CHECK_SCAN_LATENCY,
+    DATABASE_COLUMNS,
+    HELP_JOBS_COLUMNS,
+    JOB_STATE_COLUMNS,
+    SCAN_LATENCY_COLUMNS,
     change_table,
     check_select,
     quote_name,
@@ -73,12 +80,17 @@ CHECKS = (
     "capture_latency",
     "retention",
     "time_zone",
+    "commit_times",
     "snapshot_isolation",
     "instance",
     "source_select",
     "gating_role",
     "change_table_select",
 )
+#: the questions asked after a login, before the per-instance ones
+_DATABASE_CHECKS = CHECKS[CHECKS.index("cdc_enabled") : CHECKS.index("instance")]
+#: the per-instance questions
+_INSTANCE_CHECKS = CHECKS[CHECKS.index("instance") :]
 _INVALID_OBJECT = 208
 _CANNOT_OPEN_DATABASE = 4060
 _EXECUTING = 1
@@ -254,7 +266,7 @@ def _connect(
     client: CdcClient, out: _Items, server: str, database: str | None, encrypt: str
 ) -> bool:
     user = user_of(client.options)
-    later = CHECKS[3:9]
+    later = _DATABASE_CHECKS
     try:
         client.connection  # noqa: B018 (opens it)
     except TlsError as exc:
@@ -326,9 +338,10 @@ def _connect(
     return True
 
 
-def _rows(client: CdcClient, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = client.table(sql, params).to_pylist()
-    return rows
+def _rows(
+    client: CdcClient, sql: str, needs: Sequence[str], params: list[Any] | None = None
+) -> list[dict[str, Any]]:
+    return client.rows(sql, params, needs=needs)
 
 
 def _after_login(
@@ -340,7 +353,7 @@ def _after_login(
     snapshot_isolation: bool,
     max_latency: float,
 ) -> None:
-    rows = _rows(client, CHECK_DATABASE)
+    rows = _rows(client, CHECK_DATABASE, DATABASE_COLUMNS)
     db: dict[str, Any] = rows[0] if rows else {"name": "?", "is_cdc_enabled": False}
     db_name = str(db["name"])
     enabled = bool(db["is_cdc_enabled"])
@@ -359,6 +372,7 @@ def _after_login(
     else:
         out.skip(["capture_job", "capture_latency", "retention"], "CDC is not enabled")
     _time_zone(client, out)
+    _commit_times(client, out)
     if snapshot_isolation:
         if int(db["snapshot_isolation_state"] or 0) == 1:
             out.add("snapshot_isolation", "pass", f"ALLOW_SNAPSHOT_ISOLATION is ON in {db_name!r}")
@@ -374,7 +388,7 @@ def _after_login(
         out.add("snapshot_isolation", "skip", "not asked for (isolationLevel is not snapshot)")
     instances = client.capture_instances() if enabled else []
     for name in names:
-        per = CHECKS[9:]
+        per = _INSTANCE_CHECKS
         if not enabled:
             out.skip(per, "CDC is not enabled", name)
             continue
@@ -387,7 +401,7 @@ def _skip_reason(exc: SqlServerError, needs: str) -> str:
 
 def _jobs(client: CdcClient, out: _Items, schedule_hours: float, max_latency: float) -> None:
     try:
-        jobs = _rows(client, CHECK_HELP_JOBS)
+        jobs = _rows(client, CHECK_HELP_JOBS, HELP_JOBS_COLUMNS)
     except SqlServerError as exc:
         why = _skip_reason(exc, "sys.sp_cdc_help_jobs needs db_owner; run check once as one")
         out.skip(["capture_job", "capture_latency", "retention"], why)
@@ -402,9 +416,9 @@ def _jobs(client: CdcClient, out: _Items, schedule_hours: float, max_latency: fl
             "EXEC sys.sp_cdc_add_job @job_type = N'capture'; (SQL Server Agent must run)",
         )
     else:
-        _capture_job(client, out, str(capture["job_name"]), capture.get("pollinginterval"))
+        _capture_job(client, out, str(capture["job_name"]), capture["pollinginterval"])
     _latency(client, out, max_latency)
-    if cleanup is None or cleanup.get("retention") is None:
+    if cleanup is None or cleanup["retention"] is None:
         out.add(
             "retention",
             "fail",
@@ -432,7 +446,7 @@ def _jobs(client: CdcClient, out: _Items, schedule_hours: float, max_latency: fl
 
 def _capture_job(client: CdcClient, out: _Items, job: str, interval: object) -> None:
     try:
-        state = _rows(client, CHECK_CAPTURE_JOB_STATE, [job])
+        state = _rows(client, CHECK_CAPTURE_JOB_STATE, JOB_STATE_COLUMNS, [job])
     except SqlServerError as exc:
         why = _skip_reason(exc, "msdb.dbo.sp_help_job needs SQLAgentReaderRole in msdb")
         out.add("capture_job", "skip", f"job {job} exists; whether it runs: {why}")
@@ -451,7 +465,7 @@ def _capture_job(client: CdcClient, out: _Items, job: str, interval: object) -> 
 
 def _latency(client: CdcClient, out: _Items, max_latency: float) -> None:
     try:
-        rows = _rows(client, CHECK_SCAN_LATENCY)
+        rows = _rows(client, CHECK_SCAN_LATENCY, SCAN_LATENCY_COLUMNS)
     except SqlServerError as exc:
         out.add("capture_latency", "skip", _skip_reason(exc, "needs VIEW DATABASE STATE"))
         return
@@ -492,6 +506,23 @@ def _time_zone(client: CdcClient, out: _Items) -> None:
         "Set the option sourceTimeZone to the server's Windows time zone name (e.g. "
         "--option 'sourceTimeZone=W. Europe Standard Time'); UTC servers: sourceTimeZone=UTC",
     )
+
+
+def _commit_times(client: CdcClient, out: _Items) -> None:
+    """Every change read joins ``cdc.lsn_time_mapping`` (commit LSN -> commit time) and the
+    stream's positions are read from it; no Microsoft page says which logins may read it."""
+    number = _error_number(client, check_select("cdc", "lsn_time_mapping", COMMIT_TIME_COLUMNS))
+    if number is None:
+        out.add("commit_times", "pass", "SELECT on cdc.lsn_time_mapping")
+    elif number in PERMISSION_DENIED_NUMBERS:
+        out.add(
+            "commit_times",
+            "fail",
+            "the login cannot SELECT from cdc.lsn_time_mapping (commit LSNs and times)",
+            f"GRANT SELECT ON cdc.lsn_time_mapping TO {quote_name(user_of(client.options))};",
+        )
+    else:
+        out.add("commit_times", "skip", f"cdc.lsn_time_mapping answered error {number}")
 
 
 def _error_number(client: CdcClient, sql: str, params: list[Any] | None = None) -> int | None:
@@ -538,7 +569,7 @@ def _instance(
                 "or fix the name (EXEC sys.sp_cdc_help_change_data_capture lists them)",
                 ci=name,
             )
-            out.skip(CHECKS[10:], "no such capture instance", name)
+            out.skip(_INSTANCE_CHECKS[1:], "no such capture instance", name)
             return
         out.add("instance", "pass", f"{name} exists (this login cannot read it yet)", ci=name)
         _diagnose(client, out, name, user, ct_denied)
@@ -576,7 +607,7 @@ def _source_select(
 def _diagnose(client: CdcClient, out: _Items, name: str, user: str, ct_denied: bool) -> None:
     """An instance that exists but the login may not read: which grant is missing."""
     try:
-        rows = _rows(client, CHECK_CHANGE_TABLE_OWNER, [name])
+        rows = _rows(client, CHECK_CHANGE_TABLE_OWNER, CHANGE_TABLE_OWNER_COLUMNS, [name])
     except SqlServerError as exc:
         if exc.number not in (*PERMISSION_DENIED_NUMBERS, _INVALID_OBJECT):
             raise

@@ -12,12 +12,17 @@ import re
 from collections.abc import Sequence
 
 __all__ = [
+    "CHANGE_TABLE_OWNER_COLUMNS",
     "CHECK_CAPTURE_JOB_STATE",
     "CHECK_CHANGE_TABLE_OWNER",
     "CHECK_DATABASE",
     "CHECK_HELP_JOBS",
     "CHECK_IS_ROLE_MEMBER",
     "CHECK_SCAN_LATENCY",
+    "DATABASE_COLUMNS",
+    "HELP_JOBS_COLUMNS",
+    "JOB_STATE_COLUMNS",
+    "SCAN_LATENCY_COLUMNS",
     "change_function",
     "change_query",
     "change_table",
@@ -44,18 +49,23 @@ CHECK_DATABASE = (
     "SELECT name, is_cdc_enabled, snapshot_isolation_state FROM sys.databases "
     "WHERE name = DB_NAME()"
 )
+DATABASE_COLUMNS = ("name", "is_cdc_enabled", "snapshot_isolation_state")
 #: the database's CDC jobs: capture (polling interval) and cleanup (retention, minutes);
 #: needs db_owner ("sys.sp_cdc_help_jobs")
 CHECK_HELP_JOBS = "EXEC sys.sp_cdc_help_jobs"
+#: the columns of its result the product reads
+HELP_JOBS_COLUMNS = ("job_type", "job_name", "pollinginterval", "retention")
 #: whether job ``@P1`` runs now (``current_execution_status`` 1 = executing); needs sysadmin or
 #: a SQL Server Agent role in msdb ("sp_help_job")
 CHECK_CAPTURE_JOB_STATE = "EXEC msdb.dbo.sp_help_job @job_name = @P1, @job_aspect = N'JOB'"
+JOB_STATE_COLUMNS = ("current_execution_status",)
 #: the newest capture scan's latency, seconds from the last commit it captured to its end;
 #: needs VIEW DATABASE STATE ("sys.dm_cdc_log_scan_sessions")
 CHECK_SCAN_LATENCY = (
     "SELECT TOP (1) session_id, end_time, latency FROM sys.dm_cdc_log_scan_sessions "
     "WHERE session_id > 0 ORDER BY session_id DESC"
 )
+SCAN_LATENCY_COLUMNS = ("session_id", "end_time", "latency")
 #: the source table and gating role of capture instance ``@P1``, read from the cdc schema's
 #: metadata when the login may (a name is NULL when the login cannot see that table)
 CHECK_CHANGE_TABLE_OWNER = (
@@ -63,6 +73,7 @@ CHECK_CHANGE_TABLE_OWNER = (
     "OBJECT_NAME(source_object_id) AS source_table, role_name "
     "FROM cdc.change_tables WHERE capture_instance = @P1"
 )
+CHANGE_TABLE_OWNER_COLUMNS = ("source_schema", "source_table", "role_name")
 #: 1 when the session's user is a member of role ``@P1``, 0 when not, NULL without the role
 CHECK_IS_ROLE_MEMBER = "SELECT IS_ROLEMEMBER(@P1) AS member"
 
