@@ -164,6 +164,7 @@ class CdcState:
         if self.enabled:
             return
         cur = self.db.system
+        self.db.catalog.add_schema("cdc")  # "sys.sp_cdc_enable_db": creates the cdc schema
         for name, columns in _SYSTEM_TABLES.items():
             cols = ", ".join(f'"{c}" {t.storage()}' for c, t in columns)
             cur.execute(f'CREATE TABLE IF NOT EXISTS cdc."{name}" ({cols})')
@@ -244,7 +245,7 @@ class CdcState:
             columns=columns,
             role_name=role_name,
             supports_net_changes=supports_net_changes,
-            index_name=index_name or (f"PK_{source.name}" if source.primary_key else None),
+            index_name=index_name or (source.pk_name if source.primary_key else None),
             start_lsn=self.db.log.next_lsn(),
             create_date=self.db.clock.local_naive(),
             column_defs=[c for c in source.columns if c.name in columns],

@@ -17,7 +17,14 @@ from sqlglot import exp
 from mssql_cdc.emulator.protocol.temporal import Temporal, parse_temporal
 from mssql_cdc.emulator.protocol.types import SqlType, as_float
 
-__all__ = ["has_lone_surrogate", "string_literal", "tag", "temporal_text", "typed_literal"]
+__all__ = [
+    "constant",
+    "has_lone_surrogate",
+    "string_literal",
+    "tag",
+    "temporal_text",
+    "typed_literal",
+]
 
 _DT_BASE_DAYS = dt.date(1900, 1, 1).toordinal() - 1
 
@@ -111,3 +118,25 @@ def string_literal(text: str) -> exp.Expression:
     for part in parts[1:]:
         out = exp.DPipe(this=out, expression=part)
     return exp.Paren(this=out)
+
+
+def constant(node: exp.Expression) -> tuple[bool, object]:  # noqa: PLR0911 (a dispatch over kinds)
+    """(is constant, Python value) of a literal node after rewriting."""
+    if node.meta.get("constant"):
+        return True, node.meta.get("value")
+    if isinstance(node, exp.Null):
+        return True, None
+    if isinstance(node, exp.HexString):
+        return True, bytes.fromhex(str(node.this))
+    if isinstance(node, exp.Boolean):
+        return True, bool(node.this)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return True, str(node.this)
+        text = str(node.this)
+        return True, Decimal(text) if "." in text or "e" in text.lower() else int(text)
+    if isinstance(node, exp.Neg):
+        ok, inner = constant(node.this)
+        if ok and isinstance(inner, (int, Decimal)):
+            return True, -inner
+    return False, None

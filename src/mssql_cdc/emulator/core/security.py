@@ -6,8 +6,12 @@ The model is a small part of SQL Server's:
   PASSWORD``. A login maps to the user made by ``CREATE USER u FOR|FROM LOGIN l`` (else it
   is ``guest``, with no permissions).
 * ``GRANT|REVOKE|DENY perm ON SCHEMA::s | [OBJECT::]s.t TO|FROM principal``; a DENY beats any
-  GRANT. Roles: ``CREATE ROLE``, ``ALTER ROLE r ADD|DROP MEMBER u``, ``sp_addrolemember``; fixed
-  roles ``db_owner`` (everything) and ``db_datareader`` (SELECT everywhere).
+  GRANT. Column permissions: ``GRANT|DENY perm (c1, c2) ON s.t TO u`` or ``... ON s.t (c1, c2)
+  TO u``; a column DENY beats a table GRANT, and a column GRANT beats a table DENY ("DENY
+  Object Permissions (Transact-SQL)": a table-level DENY does not take precedence over a
+  column-level GRANT). Roles: ``CREATE ROLE``, ``ALTER ROLE r ADD|DROP MEMBER u``,
+  ``sp_addrolemember``; fixed roles ``db_owner`` (everything) and ``db_datareader`` (SELECT
+  everywhere).
 * Change data ("Work with change data", Microsoft docs):
   a caller may read a capture instance when it is sysadmin or ``db_owner``, or when it has
   SELECT on the source table and on the change data (the ``cdc`` schema or the change table)
@@ -34,8 +38,8 @@ _CREATE_USER = re.compile(rf"^USER\s+{_NAME}(?:\s+(?:FOR|FROM)\s+LOGIN\s+{_NAME}
 _CREATE_ROLE = re.compile(rf"^ROLE\s+{_NAME}", re.I)
 _ALTER_ROLE = re.compile(rf"^ROLE\s+{_NAME}\s+(ADD|DROP)\s+MEMBER\s+{_NAME}", re.I)
 _PERMISSION = re.compile(
-    r"^((?:\w+\s*,\s*)*\w+)\s+ON\s+(?:(SCHEMA|OBJECT)::)?([\w\[\].]+)\s+(?:TO|FROM)\s+"
-    rf"{_NAME}\s*$",
+    r"^((?:\w+\s*,\s*)*\w+)\s*(?:\(([^)]*)\))?\s+ON\s+(?:(SCHEMA|OBJECT)::)?([\w\[\].]+)"
+    rf"\s*(?:\(([^)]*)\))?\s+(?:TO|FROM)\s+{_NAME}\s*$",
     re.I,
 )
 
@@ -134,25 +138,30 @@ class Security:
                 return
             if verb in ("GRANT", "REVOKE", "DENY") and (m := _PERMISSION.match(body)):
                 permissions = [p.strip().upper() for p in m.group(1).split(",")]
-                securable = self._securable(m.group(2), m.group(3))
-                principal = m.group(4).lower()
+                securable = self._securable(m.group(3), m.group(4))
+                columns = [_strip(c) for c in (m.group(2) or m.group(5) or "").split(",")]
+                securables = [f"column::{securable[8:]}.{c}" for c in columns if c]
+                if securables and not securable.startswith("object::"):
+                    raise SqlError(102, "Incorrect syntax near '('.", klass=15)
+                principal = m.group(6).lower()
                 if principal not in self.users and principal not in self.roles:
                     raise SqlError(
                         15151,
-                        f"Cannot find the user '{m.group(4)}', because it does not exist "
+                        f"Cannot find the user '{m.group(6)}', because it does not exist "
                         "or you do not have permission.",
                     )
                 grants = self.grants.setdefault(principal, _Grants())
                 for permission in permissions:
-                    key = (permission, securable)
-                    if verb == "GRANT":
-                        grants.granted.add(key)
-                        grants.denied.discard(key)
-                    elif verb == "DENY":
-                        grants.denied.add(key)
-                    else:
-                        grants.granted.discard(key)
-                        grants.denied.discard(key)
+                    for target in securables or [securable]:
+                        key = (permission, target)
+                        if verb == "GRANT":
+                            grants.granted.add(key)
+                            grants.denied.discard(key)
+                        elif verb == "DENY":
+                            grants.denied.add(key)
+                        else:
+                            grants.granted.discard(key)
+                            grants.denied.discard(key)
                 return
         raise SqlError(
             40517,
@@ -215,12 +224,50 @@ class Security:
                 granted = granted or bool(keys & grants.granted)
             return granted
 
+    def column_permission(
+        self, user: str, permission: str, schema: str, table: str, column: str
+    ) -> bool:
+        """``permission`` on one column: a column DENY beats every GRANT, a column GRANT beats
+        a table DENY, else the table's permission decides (module docstring)."""
+        if self.is_owner(user):
+            return True
+        key = (permission.upper(), f"column::{schema.lower()}.{table.lower()}.{column.lower()}")
+        with self._lock:
+            principals = self._principals(user)
+            entries = [g for p in principals if (g := self.grants.get(p)) is not None]
+        if any(key in g.denied for g in entries):
+            return False
+        if any(key in g.granted for g in entries):
+            return True
+        return self.has_permission(user, permission, schema, table)
+
+    def has_column_rules(self, schema: str, table: str) -> bool:
+        """Whether any principal holds a column GRANT or DENY on the table."""
+        prefix = f"column::{schema.lower()}.{table.lower()}."
+        with self._lock:
+            return any(
+                key[1].startswith(prefix)
+                for g in self.grants.values()
+                for key in (*g.granted, *g.denied)
+            )
+
     def can_see(self, user: str, schema: str, table: str) -> bool:
-        """Whether ``user`` sees the table's metadata: it holds some permission on it."""
-        return any(
+        """Whether ``user`` sees the table's metadata: it holds some permission on it (on the
+        table, its schema, or one of its columns)."""
+        if any(
             self.has_permission(user, p, schema, table)
             for p in ("SELECT", "INSERT", "UPDATE", "DELETE")
-        )
+        ):
+            return True
+        prefix = f"column::{schema.lower()}.{table.lower()}."
+        with self._lock:
+            principals = self._principals(user)
+            return any(
+                key[1].startswith(prefix)
+                for p in principals
+                if (g := self.grants.get(p)) is not None
+                for key in g.granted
+            )
 
     def is_owner(self, user: str) -> bool:
         return user == "dbo" or self.is_member(user, "db_owner")

@@ -20,6 +20,7 @@ from mssql_cdc.emulator.core.faults import FaultRegistry
 from mssql_cdc.emulator.core.locks import LockManager
 from mssql_cdc.emulator.core.log import TransactionLog
 from mssql_cdc.emulator.core.security import Security
+from mssql_cdc.emulator.engine import udfs
 
 __all__ = ["CaptureJob", "Database"]
 
@@ -37,7 +38,7 @@ class Database:
         self.system = self.engine.cursor()
         self.system.execute("CREATE SCHEMA IF NOT EXISTS dbo")
         self.system.execute("CREATE SCHEMA IF NOT EXISTS cdc")
-        self.catalog = Catalog()
+        self.catalog = Catalog(self.clock.local_naive)
         self.log = TransactionLog()
         self.cdc = CdcState(self)
         self.lock = threading.RLock()
@@ -46,6 +47,7 @@ class Database:
         self.faults = FaultRegistry()
         self.allow_snapshot_isolation = False
         self.capture_job = CaptureJob(self)
+        udfs.register(self)
 
     def exists(self, name: str) -> bool:
         """Whether a database of this name exists: the emulated one or a system database

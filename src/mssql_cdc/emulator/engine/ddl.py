@@ -14,6 +14,7 @@ the change table (``required_column_update = 1``), and every DDL change writes o
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
@@ -23,6 +24,7 @@ from mssql_cdc.emulator.core.errors import SqlError, invalid_column, invalid_obj
 from mssql_cdc.emulator.core.log import DdlEvent
 from mssql_cdc.emulator.core.results import StatementResult
 from mssql_cdc.emulator.engine.rewrite import constant
+from mssql_cdc.emulator.protocol.collations import lookup as lookup_collation
 from mssql_cdc.emulator.protocol.types import SqlType, from_datatype, infer_from_engine
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ def _column(item: exp.ColumnDef, primary: list[str]) -> tuple[ColumnDef, tuple[i
     kind_node = item.args.get("kind")
     nullable, identity = True, None
     computed: str | None = None
+    collation = ""
     for constraint in item.constraints:
         ck = constraint.kind
         if isinstance(ck, exp.NotNullColumnConstraint):
@@ -57,12 +60,26 @@ def _column(item: exp.ColumnDef, primary: list[str]) -> tuple[ColumnDef, tuple[i
             nullable = False
         elif isinstance(ck, exp.ComputedColumnConstraint):
             computed = ck.this.sql(dialect="duckdb", identify=True)
+        elif isinstance(ck, exp.CollateColumnConstraint):
+            collation = ck.this.name if isinstance(ck.this, exp.Expression) else str(ck.this)
     if computed is not None:
         t = _type(kind_node) if isinstance(kind_node, exp.DataType) else SqlType("int")
         return ColumnDef(item.name, t, True, False, computed), None
     if not isinstance(kind_node, exp.DataType):
         raise unsupported("column without a data type")
-    return ColumnDef(item.name, _type(kind_node), nullable, identity is not None), identity
+    t = _type(kind_node)
+    if collation:
+        if not t.is_string:
+            raise SqlError(
+                447,
+                f"Expression type {t.name} is invalid for COLLATE clause.",
+            )
+        try:
+            lookup_collation(collation)
+        except ValueError:
+            raise SqlError(448, f"Invalid collation '{collation}'.") from None
+        t = replace(t, collation=collation)
+    return ColumnDef(item.name, t, nullable, identity is not None), identity
 
 
 def column_ddl(col: ColumnDef, schema: str, table: str) -> str:
@@ -127,6 +144,7 @@ def create_schema(ex: Executor, st: exp.Create) -> StatementResult:
     if existing is not None:
         raise SqlError(2714, f"There is already an object named '{name}' in the database.")
     ex.db.system.execute(f"CREATE SCHEMA {_ident(name)}")
+    ex.db.catalog.add_schema(name)
     return StatementResult("other")
 
 

@@ -71,11 +71,14 @@ _ISOLATION = re.compile(
 #: identifier, see :func:`_empty_binary`)
 _BARE_0X = re.compile(r"0x(?![0-9a-f])", re.IGNORECASE)
 _EMPTY_BINARY = "__mssql_cdc_empty_binary__"
+#: ``DENY`` at the start of a statement (sqlglot has no DENY: see guard.DENY_MARK)
+_DENY = re.compile(r"(^|;)(\s*)DENY\s+", re.IGNORECASE)
 
 
 def _parse(sql: str) -> list[exp.Expression]:
     text = _ISOLATION.sub(lambda m: f"SET __isolation_level = '{m.group(1).upper()}'", sql)
     text = spell_types(text)  # tds-types work: ntext survives sqlglot's parser
+    text = _DENY.sub(lambda m: f"{m.group(1)}{m.group(2)}GRANT {guard.DENY_MARK}, ", text)
     empty = _BARE_0X.search(text) is not None
     try:
         if empty:
@@ -195,6 +198,10 @@ def coerce(t: SqlType, value: object) -> object:
     return value
 
 
+#: DuckDB's names of the integer types in conversion errors, as SQL Server names them
+_ENGINE_TYPES = {"UINT8": "tinyint", "INT16": "smallint", "INT32": "int", "INT64": "bigint"}
+
+
 def _engine_error(exc: duckdb.Error, statement: exp.Expression) -> SqlError:  # noqa: PLR0911 (a dispatch over kinds)
     text = str(exc)
     if isinstance(exc, duckdb.InvalidInputException) and DIVIDE_BY_ZERO in text:
@@ -208,6 +215,12 @@ def _engine_error(exc: duckdb.Error, statement: exp.Expression) -> SqlError:  # 
         )
         if match:
             return invalid_column(match.group(1))
+        match = re.search(r"No function matches the given name and argument types '(\S+?)\(", text)
+        if match:  # an operator or function over operands whose types the rewriter did not know
+            return unsupported(
+                f"{match.group(1)} over an expression of a type the emulator does not know "
+                "(CAST it to a type)"
+            )
     if isinstance(exc, duckdb.ConstraintException):
         if "NOT NULL" in text:
             match = re.search(r"NOT NULL constraint failed: (\S+)", text)
@@ -226,6 +239,14 @@ def _engine_error(exc: duckdb.Error, statement: exp.Expression) -> SqlError:  # 
             klass=14,
         )
     if isinstance(exc, duckdb.ConversionException):
+        match = re.search(r"Could not convert string '(.*)' to (\w+)", text)
+        target = _ENGINE_TYPES.get(match.group(2)) if match else None
+        if match and target:
+            return SqlError(
+                245,
+                f"Conversion failed when converting the varchar value '{match.group(1)}' to "
+                f"data type {target}.",
+            )
         return SqlError(245, "Conversion failed: " + text.splitlines()[0])
     if isinstance(exc, duckdb.TransactionException):
         return SqlError(
@@ -363,7 +384,7 @@ class Executor:
             return self._execute(st)
         if isinstance(st, exp.Alter):
             return ddl.alter_table(self, st)
-        if isinstance(st, (exp.Command, exp.Grant)):
+        if isinstance(st, (exp.Command, exp.Grant, exp.Revoke)):
             return guard.command(self, st)
         if isinstance(st, exp.Use):
             return self._use(st)
@@ -440,6 +461,11 @@ class Executor:
                 if not targets:
                     raise unsupported("* over a source without known columns")
                 for alias, table in targets:
+                    if table.partial:
+                        raise unsupported(
+                            f"SELECT * from {table.schema}.{table.name} (the emulator has only "
+                            "some of its columns: name them)"
+                        )
                     for col in table.columns:
                         expanded.append(exp.column(col.name, table=alias, quoted=True))
                         specs.append((col.name, col.type, col.nullable, col.identity))

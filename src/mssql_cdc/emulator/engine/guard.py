@@ -26,7 +26,11 @@ if TYPE_CHECKING:
     from mssql_cdc.emulator.core.catalog import TableDef
     from mssql_cdc.emulator.engine.executor import Executor
 
-__all__ = ["before", "command"]
+__all__ = ["DENY_MARK", "before", "command"]
+
+#: the first "permission" of a GRANT that stands for a DENY statement (sqlglot cannot parse
+#: DENY; the executor rewrites ``DENY x`` at the start of a statement to ``GRANT <mark>, x``)
+DENY_MARK = "__MSSQL_CDC_DENY__"
 
 _NOWAIT_HINTS = {"NOLOCK", "READUNCOMMITTED"}
 _SYSTEM_SCHEMAS = {"sys", "information_schema"}
@@ -55,6 +59,45 @@ def _hints(node: exp.Table) -> set[str]:
 def _check(ex: Executor, permission: str, table: TableDef) -> None:
     if not ex.db.security.has_permission(ex.user, permission, table.schema, table.name):
         raise permission_denied(permission, table.schema, table.name, ex.db.name)
+
+
+def _columns_read(st: exp.Expression, node: exp.Table, table: TableDef) -> list[str]:
+    """The columns of ``table`` (named by ``node`` in ``st``) that ``st`` reads: those named
+    with its alias or unqualified, and all of them for ``*`` or ``alias.*``."""
+    alias = node.alias_or_name.lower()
+    names: list[str] = []
+    for star in st.find_all(exp.Star):
+        parent = star.parent
+        qualifier = parent.table.lower() if isinstance(parent, exp.Column) else ""
+        if qualifier in ("", alias):
+            return [c.name for c in table.columns]
+    for col in st.find_all(exp.Column):
+        if col.table.lower() not in ("", alias):
+            continue
+        found = table.column(col.name)
+        if found is not None and found.name not in names:
+            names.append(found.name)
+    return names
+
+
+def _check_read(ex: Executor, st: exp.Expression, node: exp.Table, table: TableDef) -> None:
+    """SELECT on a table: the table permission, or, where column GRANT/DENY rules exist, the
+    permission on each column the statement reads (error 230 names the first denied one)."""
+    security = ex.db.security
+    if not security.has_column_rules(table.schema, table.name):
+        _check(ex, "SELECT", table)
+        return
+    columns = _columns_read(st, node, table)
+    if not columns:
+        _check(ex, "SELECT", table)
+    for column in columns:
+        if not security.column_permission(ex.user, "SELECT", table.schema, table.name, column):
+            raise SqlError(
+                230,
+                f"The SELECT permission was denied on the column '{column}' of the object "
+                f"'{table.name}', database '{ex.db.name}', schema '{table.schema}'.",
+                klass=14,
+            )
 
 
 def _snapshot_allowed(ex: Executor) -> None:
@@ -99,7 +142,7 @@ def before(ex: Executor, st: exp.Expression) -> None:
         table = _resolve(ex, node)
         if table is None:
             continue
-        _check(ex, "SELECT", table)
+        _check_read(ex, st, node, table)
         if table.schema.lower() == "cdc":
             continue
         _snapshot_allowed(ex)
@@ -111,9 +154,12 @@ def before(ex: Executor, st: exp.Expression) -> None:
 def command(ex: Executor, st: exp.Expression) -> StatementResult:
     """Security statements and ALTER DATABASE, which sqlglot leaves as commands."""
 
-    if isinstance(st, exp.Grant):
+    if isinstance(st, (exp.Grant, exp.Revoke)):
         # comments before the statement are not part of it (sqlglot attaches them to it)
-        verb, text = "GRANT", st.sql(dialect="tsql", comments=False)[len("GRANT") :]
+        verb = "GRANT" if isinstance(st, exp.Grant) else "REVOKE"
+        text = st.sql(dialect="tsql", comments=False)[len(verb) :]
+        if text.lstrip().startswith(DENY_MARK):  # DENY, parsed as a marked GRANT (see _parse)
+            verb, text = "DENY", text.lstrip()[len(DENY_MARK) :].lstrip(" ,")
     else:
         verb = str(st.this).upper()
         rest = st.args.get("expression")

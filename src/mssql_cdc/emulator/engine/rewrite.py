@@ -20,7 +20,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
-from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
@@ -28,10 +27,22 @@ from sqlglot import exp
 from mssql_cdc._native import Lsn
 from mssql_cdc.emulator.cdc.functions import change_function, map_time_to_lsn
 from mssql_cdc.emulator.core.errors import SqlError, unsupported
-from mssql_cdc.emulator.core.literals import string_literal, tag, temporal_text, typed_literal
+from mssql_cdc.emulator.core.literals import (
+    constant,
+    string_literal,
+    tag,
+    temporal_text,
+    typed_literal,
+)
 from mssql_cdc.emulator.engine import clr
-from mssql_cdc.emulator.engine.system_views import VIEWS as SYSTEM_VIEWS
-from mssql_cdc.emulator.engine.system_views import system_view
+from mssql_cdc.emulator.engine.metadata import (
+    DATABASE_ID,
+    Metadata,
+    quotename,
+    unmodelled_class,
+)
+from mssql_cdc.emulator.engine.system_views import SYSTEM_SCHEMAS, system_view, view_table
+from mssql_cdc.emulator.engine.udfs import NAMES as UDF_NAMES
 from mssql_cdc.emulator.protocol.collations import lookup as lookup_collation
 from mssql_cdc.emulator.protocol.temporal import parse_temporal
 from mssql_cdc.emulator.protocol.types import (
@@ -74,28 +85,6 @@ SERVER_PROPERTIES: dict[str, object] = {
     "ishadrenabled": 0,
     "isclustered": 0,
 }
-
-
-def constant(node: exp.Expression) -> tuple[bool, object]:  # noqa: PLR0911 (a dispatch over kinds)
-    """(is constant, Python value) of a literal node after rewriting."""
-    if node.meta.get("constant"):
-        return True, node.meta.get("value")
-    if isinstance(node, exp.Null):
-        return True, None
-    if isinstance(node, exp.HexString):
-        return True, bytes.fromhex(str(node.this))
-    if isinstance(node, exp.Boolean):
-        return True, bool(node.this)
-    if isinstance(node, exp.Literal):
-        if node.is_string:
-            return True, str(node.this)
-        text = str(node.this)
-        return True, Decimal(text) if "." in text or "e" in text.lower() else int(text)
-    if isinstance(node, exp.Neg):
-        ok, inner = constant(node.this)
-        if ok and isinstance(inner, (int, Decimal)):
-            return True, -inner
-    return False, None
 
 
 class Context:
@@ -168,14 +157,12 @@ class Rewriter:
             "SYSUTCDATETIME": lambda a: typed_literal(
                 scalar("datetime2", scale=7), self.ctx.db.clock.utcnow().replace(tzinfo=None)
             ),
-            "DB_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.db.name),
+            "DB_NAME": self._db_name,
             # the session's login and database user (never the engine's own user)
             "SUSER_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.login),
             "SUSER_SNAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.login),
             "USER_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.user),
             "IS_ROLEMEMBER": self._is_rolemember,
-            "OBJECT_NAME": lambda a: self._object_name(a, schema=False),
-            "OBJECT_SCHEMA_NAME": lambda a: self._object_name(a, schema=True),
             "DATALENGTH": self._datalength,
             "NCHAR": self._nchar,
             "FN_CDC_GET_MIN_LSN": self._min_lsn,
@@ -185,6 +172,7 @@ class Rewriter:
             "FN_CDC_MAP_LSN_TO_TIME": self._map_lsn_to_time,
             "FN_CDC_MAP_TIME_TO_LSN": self._map_time_to_lsn,
             "FN_CDC_GET_COLUMN_ORDINAL": self._column_ordinal,
+            **self._metadata_functions(),
         }
 
     def rewrite(self, node: exp.Expression) -> exp.Expression:
@@ -202,10 +190,13 @@ class Rewriter:
         return self._node(node)
 
     def _note_tables(self, statement: exp.Expression) -> None:
-        """Remember the catalog tables a statement names (for a column's type)."""
+        """Remember the catalog tables and system views a statement names (for a column's
+        type)."""
         for table in statement.find_all(exp.Table):
             if isinstance(table.this, exp.Identifier):
                 found = self.ctx.db.catalog.get(table.db or "dbo", table.name)
+                if found is None and table.db.lower() in SYSTEM_SCHEMAS:
+                    found = view_table(table.db, table.name)
                 if found is not None:
                     self.tables.setdefault(table.alias_or_name.lower(), found)
 
@@ -226,6 +217,13 @@ class Rewriter:
     def _node(self, node: exp.Expression) -> exp.Expression:  # noqa: PLR0911, PLR0912 (a dispatch over kinds)
         if isinstance(node, exp.Parameter):
             return self._parameter(node)
+        if isinstance(node, exp.Column) and "sqltype" not in node.meta:
+            column_type = self._column_type(node)
+            if column_type is not None:
+                node.meta["sqltype"] = column_type
+            return node
+        if isinstance(node, exp.Add):
+            return self._add(node)
         if isinstance(node, exp.National):
             text = str(node.this)
             # nvarchar(n) counts UTF-16 code units: a character outside the BMP takes two.
@@ -243,6 +241,11 @@ class Rewriter:
             return typed_literal(scalar("datetimeoffset", scale=7), now)
         if isinstance(node, exp.CurrentTimestamp):
             return typed_literal(scalar("datetime"), self.ctx.db.clock.local_naive())
+        if isinstance(node, exp.CurrentSchema):
+            return self._schema_name(node)
+        if isinstance(node, exp.ObjectId):  # OBJECT_ID(name [, type])
+            given = [a for a in (node.this, node.args.get("expression")) if a is not None]
+            return self.functions["OBJECT_ID"](given)
         if isinstance(node, exp.CurrentUser):
             # sqlglot reads SUSER_NAME(), SUSER_SNAME() and CURRENT_USER alike; all give the
             # login here (SQL Server's CURRENT_USER would give the database user, e.g. dbo)
@@ -287,12 +290,8 @@ class Rewriter:
             return self._collate(node)
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous):
             return self._table_function(node)
-        if (
-            isinstance(node, exp.Table)
-            and node.db.lower() == "sys"
-            and node.name.lower() in SYSTEM_VIEWS
-        ):
-            view = system_view(self.ctx.db, self.ctx.user, node.name, node.alias_or_name)
+        if isinstance(node, exp.Table) and node.db.lower() in SYSTEM_SCHEMAS:
+            view = system_view(self.ctx.db, self.ctx.user, node.db, node.name, node.alias_or_name)
             return view if view is not None else node
         return node
 
@@ -335,25 +334,118 @@ class Rewriter:
             value = 1 if security.is_member(self.ctx.user, role) else 0
         return typed_literal(scalar("int"), value)
 
-    def _object_name(self, args: list[exp.Expression], *, schema: bool) -> exp.Expression:
-        """``OBJECT_NAME(id)`` / ``OBJECT_SCHEMA_NAME(id)``: NULL for an unknown id or one the
-        user may not see (no permission on it: metadata visibility, "Metadata Visibility
-        Configuration", Microsoft docs). A CASE over the visible tables, so the argument may
-        be a column."""
-        if len(args) != 1:
-            raise unsupported("OBJECT_NAME with a database id")
-        ifs = [
-            exp.If(
-                this=exp.EQ(this=args[0].copy(), expression=exp.Literal.number(table.object_id)),
-                true=string_literal(table.schema if schema else table.name),
-            )
-            for table in self.ctx.db.catalog.tables.values()
-            if self.ctx.db.security.can_see(self.ctx.user, table.schema, table.name)
+    # --- metadata functions (:mod:`metadata`) ---
+
+    def _metadata_functions(self) -> dict[str, Callable[[list[exp.Expression]], exp.Expression]]:
+        meta = Metadata(self.ctx.db)
+        user = self.ctx.user
+        name_t, int_t = scalar("nvarchar", length=128), scalar("int")
+
+        def object_name(schema: bool) -> Callable[..., object]:
+            def fold(i: object, d: object = DATABASE_ID) -> object:
+                return meta.object_name(_int(i), user, schema=schema, database_id=_int(d))
+
+            return fold
+
+        def object_id(n: object, k: object = None) -> object:
+            return meta.object_id(_str(n), _str(k), user)
+
+        def quote(t: object, q: object = "[") -> object:
+            return quotename(_str(t), _str(q))
+
+        def perms(s: object, c: object, p: object, ss: object = None, sc: object = None) -> object:
+            return meta.has_perms(user, _str(s), _str(c), _str(p), _str(ss), _str(sc))
+
+        specs: list[tuple[str, int, int, str, SqlType, Callable[..., object]]] = [
+            # T-SQL name, fewest and most arguments, the engine's argument kinds, result, fold
+            ("OBJECT_ID", 1, 2, "ttu", int_t, object_id),
+            ("OBJECT_NAME", 1, 2, "iiu", name_t, object_name(False)),
+            ("OBJECT_SCHEMA_NAME", 1, 2, "iiu", name_t, object_name(True)),
+            ("SCHEMA_ID", 0, 1, "t", int_t, lambda n=None: meta.schema_id(_str(n))),
+            ("TYPE_NAME", 1, 1, "i", name_t, lambda i: meta.type_name(_int(i))),
+            ("TYPE_ID", 1, 1, "t", int_t, lambda n: meta.type_id(_str(n))),
+            ("DB_ID", 0, 1, "t", int_t, lambda n=None: meta.db_id(_str(n))),
+            ("QUOTENAME", 1, 2, "tt", scalar("nvarchar", length=258), quote),
+            ("HAS_PERMS_BY_NAME", 3, 5, "tttttu", int_t, perms),
         ]
-        node = exp.Case(ifs=ifs) if ifs else exp.Null()
-        return _untag(
-            exp.Cast(this=node, to=exp.DataType.build("VARCHAR")), scalar("nvarchar", length=128)
-        )
+        out: dict[str, Callable[[list[exp.Expression]], exp.Expression]] = {}
+        for key, least, most, kinds, result, fold in specs:
+            out[key] = self._metadata_call(key, least, most, kinds, result, fold)
+        return out
+
+    def _metadata_call(  # noqa: PLR0917 (one metadata function's description)
+        self,
+        key: str,
+        least: int,
+        most: int,
+        kinds: str,
+        result: SqlType,
+        fold: Callable[..., object],
+    ) -> Callable[[list[exp.Expression]], exp.Expression]:
+        """A handler: constant arguments fold in Python, others call the engine function of
+        :mod:`udfs` (``kinds``: ``t`` text, ``i`` int, ``u`` the session's user, appended)."""
+
+        def handler(args: list[exp.Expression]) -> exp.Expression:
+            if not least <= len(args) <= most:
+                raise wrong_arguments(key, least, most)
+            if key == "HAS_PERMS_BY_NAME":
+                self._check_perms_class(args)
+            values = [constant(a) for a in args]
+            if all(ok for ok, _ in values):
+                return typed_literal(result, fold(*[v for _, v in values]))
+            given = [*args, *[exp.Null() for _ in range(len(kinds.rstrip("u")) - len(args))]]
+            if key in ("OBJECT_NAME", "OBJECT_SCHEMA_NAME") and len(args) == 1:
+                given[1] = exp.Literal.number(DATABASE_ID)
+            if key == "QUOTENAME" and len(args) == 1:
+                given[1] = exp.Literal.string("[")
+            engine_args: list[exp.Expression] = [
+                exp.Cast(this=a, to=exp.DataType.build("VARCHAR" if k == "t" else "INTEGER"))
+                for a, k in zip(given, kinds.rstrip("u"), strict=True)
+            ]
+            if kinds.endswith("u"):
+                engine_args.append(exp.Literal.string(self.ctx.user))
+            return _untag(exp.Anonymous(this=UDF_NAMES[key], expressions=engine_args), result)
+
+        return handler
+
+    def _check_perms_class(self, args: list[exp.Expression]) -> None:
+        """``HAS_PERMS_BY_NAME`` needs a constant class and permission; a class the emulator
+        does not model is refused (40517), never answered."""
+        for arg, what in ((args[1], "securable class"), (args[2], "permission")):
+            ok, value = constant(arg)
+            if not ok:
+                raise unsupported(f"HAS_PERMS_BY_NAME with a non-constant {what}")
+            if what == "securable class" and unmodelled_class(_str(value)):
+                raise unsupported(f"HAS_PERMS_BY_NAME for the securable class {value}")
+
+    def _schema_name(self, node: exp.Expression) -> exp.Expression:
+        """``SCHEMA_NAME([id])`` (sqlglot reads it as CURRENT_SCHEMA): the default schema
+        ``dbo`` without an argument."""
+        arg = node.this if isinstance(node.this, exp.Expression) else None
+        if arg is None:
+            return typed_literal(scalar("nvarchar", length=128), "dbo")
+        ok, value = constant(arg)
+        meta = Metadata(self.ctx.db)
+        t = scalar("nvarchar", length=128)
+        if ok:
+            return typed_literal(t, meta.schema_name(_int(value)))
+        cast = exp.Cast(this=arg, to=exp.DataType.build("INTEGER"))
+        return _untag(exp.Anonymous(this=UDF_NAMES["SCHEMA_NAME"], expressions=[cast]), t)
+
+    def _db_name(self, args: list[exp.Expression]) -> exp.Expression:
+        """``DB_NAME([id])``: the emulated database's name for its id (:data:`DATABASE_ID`) or
+        no argument, else NULL."""
+        t = scalar("nvarchar", length=128)
+        if len(args) > 1:
+            raise wrong_arguments("DB_NAME", 0, 1)
+        if not args:
+            return typed_literal(t, self.ctx.db.name)
+        ok, value = constant(args[0])
+        if ok:
+            return typed_literal(t, self.ctx.db.name if _int(value) == DATABASE_ID else None)
+        check = exp.EQ(this=args[0], expression=exp.Literal.number(DATABASE_ID))
+        case = exp.Case(ifs=[exp.If(this=check, true=string_literal(self.ctx.db.name))])
+        return _untag(case, t)
 
     def _timezone_id(self, args: list[exp.Expression]) -> exp.Expression:
         return typed_literal(scalar("nvarchar", length=128), self.ctx.db.clock.windows_zone)
@@ -431,6 +523,57 @@ class Rewriter:
             return _untag(exp.Paren(this=cls(this=left, expression=right)), wider)
         node.set("expression", right)
         return node
+
+    def _add(self, node: exp.Add) -> exp.Expression:
+        """``a + b``: string concatenation when both are character strings or both binary
+        ("+ (String concatenation) (Transact-SQL)"), else arithmetic (:func:`concatenation`)."""
+        left, right = node.this, node.expression
+        lt: SqlType | None = left.meta.get("sqltype") or self._column_type(left)
+        rt: SqlType | None = right.meta.get("sqltype") or self._column_type(right)
+        # an untyped NULL takes the other operand's type
+        lt = lt or (rt if isinstance(left, exp.Null) else None)
+        rt = rt or (lt if isinstance(right, exp.Null) else None)
+        if lt is None or rt is None:
+            return node  # the engine adds; a string it cannot add is error 40517 (executor)
+        if lt.is_long or rt.is_long:
+            raise SqlError(
+                402, f"The data types {lt.name} and {rt.name} are incompatible in the add operator."
+            )
+        result = concatenation(lt, rt)
+        if result is None:
+            numeric = _numeric_side(lt, rt)
+            if numeric is not None:  # '1' + 2: the string converts to the number's type
+                side = "this" if numeric is rt else "expression"
+                node.set(
+                    side,
+                    exp.Cast(
+                        this=node.args[side],
+                        to=exp.DataType.build(
+                            (lt if numeric is lt else rt).storage(), dialect="duckdb"
+                        ),
+                    ),
+                )
+            return node
+        cap = (
+            MAX
+            if result.length == MAX
+            else (4000 if result.name in ("nchar", "nvarchar") else 8000)
+        )
+        ok_l, vl = constant(left)
+        ok_r, vr = constant(right)
+        if ok_l and ok_r:
+            value = None
+            if vl is not None and vr is not None:
+                value = _padded(lt, vl) + _padded(rt, vr)  # type: ignore[operator]
+                if cap != MAX:
+                    value = value[:cap]
+            return typed_literal(result, value)
+        joined: exp.Expression = exp.DPipe(
+            this=_pad_node(left, lt), expression=_pad_node(right, rt), safe=False
+        )
+        if result.length != MAX and lt.length + rt.length > cap:
+            joined = exp.Anonymous(this="left", expressions=[joined, exp.Literal.number(cap)])
+        return _untag(exp.Paren(this=joined), result)
 
     def _datalength(self, args: list[exp.Expression]) -> exp.Expression:
         """``DATALENGTH(expr)``: bytes of the stored value; bigint for the (max) types, else
@@ -724,6 +867,86 @@ def guid_order_key(node: exp.Expression) -> exp.Expression:
     for part in parts[1:]:
         key = exp.DPipe(this=key, expression=part)
     return exp.Paren(this=key)
+
+
+#: character types by data type precedence, highest first ("Data type precedence")
+_CHAR_PRECEDENCE = ("nvarchar", "nchar", "varchar", "char")
+_NUMERIC_NAMES = frozenset(
+    {
+        "tinyint",
+        "smallint",
+        "int",
+        "bigint",
+        "decimal",
+        "numeric",
+        "money",
+        "smallmoney",
+        "real",
+        "float",
+        "bit",
+    }
+)
+
+
+def concatenation(lt: SqlType, rt: SqlType) -> SqlType | None:
+    """The type of ``a + b`` as string concatenation, ``None`` when it is not one: the
+    operand type of higher precedence, the lengths added (``(max)`` if either is), at most
+    8000 bytes ("+ (String concatenation)": a longer result is truncated)."""
+    if lt.name in _CHAR_PRECEDENCE and rt.name in _CHAR_PRECEDENCE:
+        name = min(lt.name, rt.name, key=_CHAR_PRECEDENCE.index)
+        cap = 4000 if name in ("nchar", "nvarchar") else 8000
+    elif lt.name in ("binary", "varbinary") and rt.name in ("binary", "varbinary"):
+        name = "varbinary" if "varbinary" in (lt.name, rt.name) else "binary"
+        cap = 8000
+    else:
+        return None
+    if MAX in (lt.length, rt.length):
+        return replace(lt, name=name, length=MAX) if lt.name == name else replace(rt, length=MAX)
+    base = lt if lt.name == name else rt
+    return replace(base, length=min(lt.length + rt.length, cap))
+
+
+def _numeric_side(lt: SqlType, rt: SqlType) -> SqlType | None:
+    """Of a character string and a number, the number (which has the higher precedence)."""
+    if lt.is_string and rt.name in _NUMERIC_NAMES:
+        return rt
+    if rt.is_string and lt.name in _NUMERIC_NAMES:
+        return lt
+    return None
+
+
+def _padded(t: SqlType, value: object) -> object:
+    """A ``char(n)``/``nchar(n)``/``binary(n)`` value at its full length."""
+    if t.name in ("char", "nchar") and isinstance(value, str):
+        return value.ljust(t.length)
+    if t.name == "binary" and isinstance(value, (bytes, bytearray)):
+        return bytes(value).ljust(t.length, b"\x00")
+    return value
+
+
+def _pad_node(node: exp.Expression, t: SqlType) -> exp.Expression:
+    if t.name in ("char", "nchar") and t.length > 0:
+        return exp.Anonymous(
+            this="rpad", expressions=[node, exp.Literal.number(t.length), exp.Literal.string(" ")]
+        )
+    return node
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]
+
+
+def _str(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def wrong_arguments(function: str, least: int, most: int) -> SqlError:
+    """Error 174 (or 189 for a range) for a built-in called with the wrong argument count."""
+    if least == most:
+        return SqlError(174, f"The {function.lower()} function requires {least} argument(s).")
+    return SqlError(
+        189, f"The {function.lower()} function requires {least} to {most} arguments.", klass=15
+    )
 
 
 def _untag(node: exp.Expression, t: SqlType) -> exp.Expression:

@@ -1,20 +1,24 @@
-"""The system views a pre-flight check reads: ``sys.databases`` and
-``sys.dm_cdc_log_scan_sessions``.
+"""The system views: the catalog views of :mod:`catalog_views` (``sys.objects``,
+``sys.tables``, ``sys.columns``, ``sys.types``, ``INFORMATION_SCHEMA.TABLES`` and
+``.COLUMNS``), ``sys.databases`` and ``sys.dm_cdc_log_scan_sessions``.
 
 Each is built when a statement names it, from the emulator's state, as a subquery of typed
-constants (so filters, ``TOP`` and ``ORDER BY`` run in the engine as on any table):
+constants (so filters, joins, ``TOP`` and ``ORDER BY`` run in the engine as on any table). Any
+other name in the ``sys`` or ``INFORMATION_SCHEMA`` schema is error 208, as for an object
+that does not exist. A view that has only some of its documented columns (``partial``)
+refuses ``SELECT *`` (40517) rather than answer a shape SQL Server would not:
 
 * ``sys.databases`` ("sys.databases (Transact-SQL)", Microsoft docs): one row for the emulated
   database (the system databases all stand for it, docs/emulator.md), with ``name``,
-  ``database_id``, ``is_cdc_enabled`` and ``snapshot_isolation_state`` (1 = ON, 0 = OFF) and
-  its ``_desc``. Every login sees it.
+  ``database_id``, ``snapshot_isolation_state`` (1 = ON, 0 = OFF) and its ``_desc`` and
+  ``is_cdc_enabled``, in the page's order; partial. Every login sees it.
 * ``sys.dm_cdc_log_scan_sessions`` ("sys.dm_cdc_log_scan_sessions (Transact-SQL)", Microsoft
   docs): a row per capture scan that read transactions since the server started
   (``session_id`` 1, 2, ...; a scan that found nothing adds to the last row's
   ``empty_scan_count``), and the aggregate row ``session_id = 0``; ``latency`` is the seconds
   from the last captured commit to the session's end. The view needs ``VIEW DATABASE STATE``;
   the emulator does not model that permission and lets only ``db_owner`` (and ``sa``) read it,
-  others get error 300.
+  others get error 300. Partial.
 """
 
 from __future__ import annotations
@@ -25,23 +29,27 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from mssql_cdc.emulator.core.catalog import ColumnDef, TableDef
-from mssql_cdc.emulator.core.errors import SqlError
+from mssql_cdc.emulator.core.errors import SqlError, invalid_object
 from mssql_cdc.emulator.core.literals import typed_literal
+from mssql_cdc.emulator.engine.catalog_views import CATALOG_VIEWS
 from mssql_cdc.emulator.protocol.temporal import datetime_text
 from mssql_cdc.emulator.protocol.types import SqlType, scalar
 
 if TYPE_CHECKING:
     from mssql_cdc.emulator.engine.database import Database
 
-__all__ = ["VIEWS", "system_view"]
+__all__ = ["SYSTEM_SCHEMAS", "VIEWS", "system_view", "view_table"]
+
+#: schemas whose objects are SQL Server's views (or the engine's own, never shown)
+SYSTEM_SCHEMAS = frozenset({"sys", "information_schema", "pg_catalog"})
 
 _NAME = scalar("nvarchar", length=128)
 _DATABASES: list[tuple[str, SqlType]] = [
     ("name", _NAME),
     ("database_id", scalar("int")),
-    ("is_cdc_enabled", scalar("bit")),
     ("snapshot_isolation_state", scalar("tinyint")),
     ("snapshot_isolation_state_desc", scalar("nvarchar", length=60)),
+    ("is_cdc_enabled", scalar("bit")),
 ]
 _SCAN_SESSIONS: list[tuple[str, SqlType]] = [
     ("session_id", scalar("int")),
@@ -55,16 +63,36 @@ _SCAN_SESSIONS: list[tuple[str, SqlType]] = [
     ("empty_scan_count", scalar("int")),
     ("latency", scalar("int")),
 ]
-VIEWS = frozenset({"databases", "dm_cdc_log_scan_sessions"})
+_STATIC = {("sys", "databases"): _DATABASES, ("sys", "dm_cdc_log_scan_sessions"): _SCAN_SESSIONS}
+VIEWS = frozenset({("sys", "databases"), ("sys", "dm_cdc_log_scan_sessions"), *CATALOG_VIEWS})
 
 
-def system_view(db: Database, user: str, name: str, alias: str) -> exp.Expression | None:
-    """The subquery ``sys.<name>`` stands for (``None`` if the emulator has no such view)."""
-    lowered = name.lower()
+def view_table(schema: str, name: str) -> TableDef | None:
+    """The columns of system view ``schema.name`` as a table (``None`` if there is none)."""
+    key = (schema.lower(), name.lower())
+    view = CATALOG_VIEWS.get(key)
+    columns = view.columns if view is not None else _STATIC.get(key)
+    if columns is None:
+        return None
+    return TableDef(schema, name, [ColumnDef(c, t) for c, t in columns])
+
+
+def system_view(
+    db: Database, user: str, schema: str, name: str, alias: str
+) -> exp.Expression | None:
+    """The subquery ``<schema>.<name>`` stands for (``None`` outside :data:`SYSTEM_SCHEMAS`);
+    error 208 for a name the emulator does not have."""
+    key = (schema.lower(), name.lower())
+    if key[0] not in SYSTEM_SCHEMAS:
+        return None
+    view = CATALOG_VIEWS.get(key)
+    if view is not None:
+        return _subquery(view.columns, view.rows(db, user), alias, name, partial=view.partial)
+    lowered = key[1] if key[0] == "sys" else ""
     if lowered == "databases":
         snapshot = 1 if db.allow_snapshot_isolation else 0
-        row = (db.name, 5, db.cdc.enabled, snapshot, "ON" if snapshot else "OFF")
-        return _subquery(_DATABASES, [row], alias)
+        row = (db.name, 5, snapshot, "ON" if snapshot else "OFF", db.cdc.enabled)
+        return _subquery(_DATABASES, [row], alias, name, partial=True)
     if lowered == "dm_cdc_log_scan_sessions":
         if not db.security.is_owner(user):
             raise SqlError(
@@ -74,8 +102,8 @@ def system_view(db: Database, user: str, name: str, alias: str) -> exp.Expressio
                 state=1,
                 klass=14,
             )
-        return _subquery(_SCAN_SESSIONS, _scan_rows(db), alias)
-    return None
+        return _subquery(_SCAN_SESSIONS, _scan_rows(db), alias, name, partial=True)
+    raise invalid_object(f"{schema}.{name}")
 
 
 def _scan_rows(db: Database) -> list[tuple[object, ...]]:
@@ -118,29 +146,49 @@ def _scan_rows(db: Database) -> list[tuple[object, ...]]:
 
 
 def _subquery(
-    columns: list[tuple[str, SqlType]], rows: Sequence[tuple[object, ...]], alias: str
+    columns: list[tuple[str, SqlType]],
+    rows: Sequence[tuple[object, ...]],
+    alias: str,
+    name: str,
+    *,
+    partial: bool = False,
 ) -> exp.Expression:
-    def select(values: Sequence[object]) -> exp.Select:
-        return exp.select(
-            *[
-                exp.alias_(
+    """``(SELECT CAST(c1 AS type1) AS c1, ... FROM (VALUES ...) AS v(c1, ...)) AS alias``."""
+    names = [f"c{i}" for i in range(len(columns))]
+    projections = [
+        exp.alias_(
+            exp.Cast(
+                this=exp.column(n, quoted=True),
+                to=exp.DataType.build(t.storage(), dialect="duckdb"),
+            ),
+            c,
+            quoted=True,
+        )
+        for n, (c, t) in zip(names, columns, strict=True)
+    ]
+    source: list[tuple[object, ...]] = list(rows) or [tuple([None] * len(columns))]
+    values = exp.Values(
+        expressions=[
+            exp.Tuple(
+                expressions=[
                     exp.Cast(
                         this=typed_literal(t, v),
                         to=exp.DataType.build(t.storage(), dialect="duckdb"),
-                    ),
-                    c,
-                    quoted=True,
-                )
-                for (c, t), v in zip(columns, values, strict=True)
-            ]
-        )
-
-    if rows:
-        body: exp.Query = select(rows[0])
-        for row in rows[1:]:
-            body = exp.union(body, select(row), distinct=False)
-    else:
-        body = select([None] * len(columns)).where(exp.false())
+                    )
+                    for (_, t), v in zip(columns, row, strict=True)
+                ]
+            )
+            for row in source
+        ],
+        alias=exp.TableAlias(
+            this=exp.to_identifier("v"),
+            columns=[exp.to_identifier(n, quoted=True) for n in names],
+        ),
+    )
+    body = exp.select(*projections).from_(values)
+    if not rows:
+        body = body.where(exp.false())
     sub = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
-    sub.meta["tabledef"] = TableDef("sys", alias, [ColumnDef(c, t) for c, t in columns])
+    table = TableDef("sys", name, [ColumnDef(c, t) for c, t in columns], partial=partial)
+    sub.meta["tabledef"] = table
     return sub
