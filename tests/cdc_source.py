@@ -32,7 +32,8 @@ class CdcSource:
         ``tables``, enable CDC on the database and on each table (capture instance
         ``dbo_<name>``, no gating role); close the connection on exit."""
         conn = _native.connect(
-            f"Server=tcp:{server.host},{server.port};Encrypt=no;TrustServerCertificate=yes",
+            f"Server=tcp:{server.host},{server.port};Database={server.database};"
+            "Encrypt=no;TrustServerCertificate=yes",
             user=server.user,
             password=server.password,
         )
@@ -46,6 +47,9 @@ class CdcSource:
                     "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', "
                     f"@source_name = N'{name}', @role_name = NULL"
                 )
+                grant = getattr(server, "grant_reader", None)
+                if grant is not None:  # a real server with MSSQL_CDC_TEST_READER
+                    grant("dbo", name, f"dbo_{name}")
             yield src
         finally:
             conn.close()
@@ -55,10 +59,12 @@ class CdcSource:
         return pa.table(result).to_pylist() if result.has_rows else []
 
     def scan(self) -> None:
-        if self.emulator is not None:
-            self.emulator.scan()
+        """One capture scan (the server's lever: the emulator's, or ``sys.sp_cdc_scan``)."""
+        scan = getattr(self.server, "scan", None)
+        if scan is not None:
+            scan()
         else:
-            self.sql("EXEC sys.sp_cdc_scan")
+            self.emulator.scan()
 
     @property
     def connection_string(self) -> str:
@@ -70,8 +76,8 @@ class CdcSource:
     def options(self, **extra: str) -> dict[str, str]:
         return {
             "connectionString": self.connection_string,
-            "user": self.server.user,
-            "password": self.server.password,
+            "user": getattr(self.server, "reader_user", self.server.user),
+            "password": getattr(self.server, "reader_password", self.server.password),
             **self.base_options,
             **extra,
         }

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from local_spark import spark_config
+from mssql_cdc import _native
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -123,50 +124,93 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 # ---- BEGIN emulator fixtures (mssql_cdc.emulator; owned by the emulator work) ----------------
-# ``sql_server`` yields a running SQL Server stand-in: the in-process emulator, or the real
-# server named by MSSQL_CDC_TEST_SERVER (an ODBC-style connection string). ``emulator`` is the
-# control API; tests that request it are skipped against a real server.
+# ``sql_server`` yields the SQL Server every server test uses: the in-process emulator, or the
+# real server named by MSSQL_CDC_TEST_SERVER (an ODBC-style connection string of a sysadmin;
+# each test then gets a database of its own, tests/real_server.py). Its levers (``scan``,
+# ``cleanup_below``, ``set_retention``) work on both. ``emulator`` is the emulator's own control
+# API (its clock, faults, certificate, counters); a test that requests it is skipped against a
+# real server, and the skip names the levers it uses (``emulator_levers``).
+import inspect  # noqa: E402
 import os  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
+import re  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+
+from real_server import RealServer, reader_login  # noqa: E402
 
 
 @dataclass
 class SqlServerTarget:
+    """The test server: where to connect (``user`` is a sysadmin), the login the product's
+    options read as (``reader_user``; the sysadmin unless ``MSSQL_CDC_TEST_READER`` is set),
+    and the levers."""
+
     host: str
     port: int
     user: str
-    password: str
+    password: str = field(repr=False)
     database: str
     emulator: object | None
+    real: RealServer | None = field(default=None, repr=False)
+    reader_user: str = ""
+    reader_password: str = field(default="", repr=False)
 
-    def __repr__(self) -> str:  # never show the password
+    def __post_init__(self) -> None:
+        if not self.reader_user:
+            self.reader_user, self.reader_password = self.user, self.password
+
+    def __repr__(self) -> str:  # never show a password
         return f"SqlServerTarget({self.host}:{self.port}, emulator={self.emulator is not None})"
 
+    def scan(self) -> None:
+        """One capture scan: the emulator's, or ``sys.sp_cdc_scan`` on a real server."""
+        if self.real is not None:
+            self.real.scan()
+        else:
+            self.emulator.scan()  # type: ignore[union-attr]
 
-def _parse_connection_string(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for part in text.split(";"):
-        key, sep, value = part.partition("=")
-        if sep:
-            out[key.strip().lower()] = value.strip()
-    return out
+    def cleanup_below(self, capture_instance: str, low_water_mark: bytes) -> None:
+        """``sys.sp_cdc_cleanup_change_table`` on either server."""
+        if self.real is not None:
+            self.real.cleanup_below(capture_instance, low_water_mark)
+            return
+        conn = _native.connect(
+            f"Server=tcp:{self.host},{self.port};Encrypt=no", user=self.user, password=self.password
+        )
+        try:
+            conn.execute(
+                "EXEC sys.sp_cdc_cleanup_change_table @capture_instance = @P1, "
+                "@low_water_mark = @P2, @threshold = 5000",
+                [capture_instance, low_water_mark],
+            )
+        finally:
+            conn.close()
+
+    def grant_reader(self, schema: str, table: str, capture_instance: str) -> None:
+        """sql/setup.sql's grants for one table to the reader login (real servers only)."""
+        if self.real is not None:
+            self.real.grant_reader(schema, table, capture_instance)
 
 
 @pytest.fixture
 def sql_server() -> Iterator[SqlServerTarget]:
-    real = os.environ.get("MSSQL_CDC_TEST_SERVER")
-    if real:
-        opts = _parse_connection_string(real)
-        server = opts.get("server", "127.0.0.1").removeprefix("tcp:")
-        host, _, port = server.partition(",")
-        yield SqlServerTarget(
-            host,
-            int(port or 1433),
-            opts.get("uid") or opts.get("user id", "sa"),
-            opts.get("pwd") or opts.get("password", ""),
-            opts.get("database", "master"),
-            None,
-        )
+    if os.environ.get("MSSQL_CDC_TEST_SERVER"):
+        real = RealServer.from_environment()
+        real.create_database()
+        reader = reader_login() or (real.user, real.password)
+        try:
+            yield SqlServerTarget(
+                real.host,
+                real.port,
+                real.user,
+                real.password,
+                real.database,
+                None,
+                real,
+                reader[0],
+                reader[1],
+            )
+        finally:
+            real.drop_database()
         return
     pytest.importorskip("duckdb")
     from mssql_cdc.emulator import Emulator
@@ -175,10 +219,67 @@ def sql_server() -> Iterator[SqlServerTarget]:
         yield SqlServerTarget(emu.host, emu.port, "sa", emu.password, "master", emu)
 
 
+#: what each lever of the emulator's control API stands for, for the skip reasons
+EMULATOR_LEVERS = {
+    "advance_clock": "its clock",
+    "set_clock": "its clock",
+    "cleanup": "its retention-based cleanup on its clock",
+    "drop_connection": "fault injection",
+    "kill": "fault injection",
+    "deadlock_victim": "fault injection",
+    "fail_statement": "fault injection",
+    "refuse_logins": "fault injection",
+    "delay_responses": "fault injection",
+    "inject_fault": "fault injection",
+    "route_next_login": "fault injection (routing)",
+    "write_ca": "its TLS certificate",
+    "set_tls_available": "its TLS settings",
+    "set_strict_alpn": "its TLS settings",
+    "add_access_token": "its access tokens",
+    "load_adventureworks": "AdventureWorks loaded into it",
+    "statement_count": "its request counters",
+    "request_count": "its request counters",
+    "sessions": "its session list",
+    "logins": "its record of logins",
+    "stop_capture_job": "its capture job",
+    "start_capture_job": "its capture job",
+    "set_polling_interval": "its capture job",
+    "wait_for_scans": "its capture job",
+    "scan_count": "its capture job",
+    "set_retention": "its cleanup settings",
+    "db": "its engine internals",
+    "server": "its server internals",
+    "clock": "its clock",
+}
+
+
+def emulator_levers(function: object) -> list[str]:
+    """The emulator levers a test uses (``emulator.<lever>`` in the test function, else
+    ``emulator.<lever>`` or ``emu.<lever>`` in its module's helpers), each with what it stands
+    for; ``[]`` when none is named."""
+    pattern = r"\b(?:emulator|emu)\.([a-z_]+)"
+    for source in (_source(function), _source(inspect.getmodule(function))):
+        used = sorted(set(re.findall(pattern, source)) & set(EMULATOR_LEVERS))
+        if used:
+            return [f"{lever} ({EMULATOR_LEVERS[lever]})" for lever in used]
+    return []
+
+
+def _source(obj: object) -> str:
+    try:
+        return inspect.getsource(obj)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return ""
+
+
 @pytest.fixture
-def emulator(sql_server: SqlServerTarget) -> object:
+def emulator(request: pytest.FixtureRequest, sql_server: SqlServerTarget) -> object:
     if sql_server.emulator is None:
-        pytest.skip("needs the emulator's control API (MSSQL_CDC_TEST_SERVER is set)")
+        levers = emulator_levers(request.function)
+        itself = "tests/emulator/" in str(request.path).replace("\\", "/")
+        why = ", ".join(levers) or "its control API"
+        what = "tests the emulator itself" if itself else "needs the emulator"
+        pytest.skip(f"{what}: {why} (MSSQL_CDC_TEST_SERVER is set)")
     return sql_server.emulator
 
 

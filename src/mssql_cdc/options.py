@@ -272,7 +272,8 @@ class ReaderOptions:
         default=True,
         default_doc="`true`",
         read_by="both",
-        doc="read `__$command_id` into `_command_id`",
+        doc="read `__$command_id` (from the change table) into `_command_id`; `false` only for "
+        "a change table without it",
     )
     starting_lsn: StartingLsn = _option(
         "startingLsn",

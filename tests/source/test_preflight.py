@@ -156,6 +156,16 @@ def test_select_denied_on_the_source_table(emulator):
     assert failure.fix == f"GRANT SELECT ON [dbo].[orders] TO [{READER}];"
 
 
+def test_a_captured_column_denied_fails_the_source_select(emulator):
+    """SELECT on the table but DENY on one captured column (error 230 when read)."""
+    prepare(emulator)
+    admin(emulator, f"DENY SELECT ON dbo.orders (note) TO {READER}")
+    failure = only_failure(check(options(emulator), [CI]))
+    assert (failure.name, failure.capture_instance) == ("source_select", CI)
+    assert "not its captured column(s) [note]" in failure.detail
+    assert failure.fix == f"REVOKE SELECT ON [dbo].[orders] ([note]) FROM [{READER}];"
+
+
 def test_not_in_the_gating_role(emulator):
     prepare(emulator, member=False)
     failure = only_failure(check(options(emulator), [CI]))

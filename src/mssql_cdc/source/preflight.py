@@ -42,6 +42,7 @@ from mssql_cdc.errors import (
 from mssql_cdc.options import parse_options
 from mssql_cdc.source.client import (
     COMMIT_TIME_COLUMNS,
+    PERMISSION_DENIED,
     PERMISSION_DENIED_NUMBERS,
     CaptureInstance,
     CdcClient,
@@ -92,6 +93,7 @@ _DATABASE_CHECKS = CHECKS[CHECKS.index("cdc_enabled") : CHECKS.index("instance")
 #: the per-instance questions
 _INSTANCE_CHECKS = CHECKS[CHECKS.index("instance") :]
 _INVALID_OBJECT = 208
+_COLUMN_DENIED = 230
 _CANNOT_OPEN_DATABASE = 4060
 _EXECUTING = 1
 
@@ -372,7 +374,10 @@ def _after_login(
     else:
         out.skip(["capture_job", "capture_latency", "retention"], "CDC is not enabled")
     _time_zone(client, out)
-    _commit_times(client, out)
+    if enabled:
+        _commit_times(client, out)
+    else:
+        out.skip(["commit_times"], "CDC is not enabled")
     if snapshot_isolation:
         if int(db["snapshot_isolation_state"] or 0) == 1:
             out.add("snapshot_isolation", "pass", f"ALLOW_SNAPSHOT_ISOLATION is ON in {db_name!r}")
@@ -511,7 +516,7 @@ def _time_zone(client: CdcClient, out: _Items) -> None:
 def _commit_times(client: CdcClient, out: _Items) -> None:
     """Every change read joins ``cdc.lsn_time_mapping`` (commit LSN -> commit time) and the
     stream's positions are read from it; no Microsoft page says which logins may read it."""
-    number = _error_number(client, check_select("cdc", "lsn_time_mapping", COMMIT_TIME_COLUMNS))
+    number = _select_refusal(client, "cdc", "lsn_time_mapping", COMMIT_TIME_COLUMNS, exists=True)
     if number is None:
         out.add("commit_times", "pass", "SELECT on cdc.lsn_time_mapping")
     elif number in PERMISSION_DENIED_NUMBERS:
@@ -525,13 +530,44 @@ def _commit_times(client: CdcClient, out: _Items) -> None:
         out.add("commit_times", "skip", f"cdc.lsn_time_mapping answered error {number}")
 
 
-def _error_number(client: CdcClient, sql: str, params: list[Any] | None = None) -> int | None:
-    """None when ``sql`` runs, else SQL Server's error number."""
-    try:
-        client.table(sql, params)
-    except SqlServerError as exc:
-        return exc.number if exc.number is not None else -1
-    return None
+def _select_refusal(
+    client: CdcClient,
+    schema: str,
+    table: str,
+    columns: Sequence[str] = (),
+    *,
+    exists: bool = False,
+) -> int | None:
+    """Why the login may not SELECT ``columns`` of ``schema.table`` (all columns when none), as
+    the SQL Server error a read would raise: 208 (it cannot see the table), 229 (no SELECT),
+    230 (a column refused); ``None`` when it may.
+
+    A table the login holds no permission on is invisible to it ("Metadata Visibility
+    Configuration"): ``OBJECT_ID`` is NULL as for a missing one. For a table known to
+    ``exists`` (``cdc.lsn_time_mapping``, the change table of a listed instance) that is 229.
+    """
+    row = _select_probe(client, schema, table, columns)
+    if row["object_id"] is None:
+        return PERMISSION_DENIED if exists else _INVALID_OBJECT
+    refused = _refused_columns(row, columns)
+    if not columns:
+        return None if row["can_select"] == 1 else PERMISSION_DENIED
+    if not refused:
+        return None
+    return PERMISSION_DENIED if row["can_select"] != 1 else _COLUMN_DENIED
+
+
+def _select_probe(
+    client: CdcClient, schema: str, table: str, columns: Sequence[str]
+) -> dict[str, Any]:
+    """The row of :func:`~mssql_cdc.source.sql.check_select` for ``schema.table``."""
+    needs = ("object_id", "can_select", *(f"column_{n}" for n in range(1, len(columns) + 1)))
+    (row,) = client.rows(check_select(columns), [table_name(schema, table), *columns], needs=needs)
+    return row
+
+
+def _refused_columns(row: dict[str, Any], columns: Sequence[str]) -> list[str]:
+    return [c for n, c in enumerate(columns, start=1) if row[f"column_{n}"] != 1]
 
 
 def _instance(
@@ -542,7 +578,7 @@ def _instance(
         i for i in instances if i.name.lower() == name.lower()
     ]
     ct = change_table(name)
-    ct_error = _error_number(client, check_select("cdc", f"{name}_CT"))
+    ct_error = _select_refusal(client, "cdc", f"{name}_CT", exists=bool(found))
     ct_denied = ct_error is not None
     if found:
         inst = found[0]
@@ -590,11 +626,23 @@ def _source_select(
 ) -> None:
     schema, table = source
     name = table_name(schema, table)
-    number = _error_number(client, check_select(schema, table, columns))
+    number = _select_refusal(client, schema, table, columns)
     if number is None:
         out.add("source_select", "pass", f"SELECT on the captured columns of {name}", ci=ci)
         return
     user = quote_name(user_of(client.options))
+    if number == _COLUMN_DENIED:
+        refused = _refused_columns(_select_probe(client, schema, table, columns), columns)
+        listed = ", ".join(quote_name(c) for c in refused)
+        out.add(
+            "source_select",
+            "fail",
+            f"the login may SELECT {name} but not its captured column(s) {listed} (a column "
+            "DENY wins over the table's GRANT)",
+            f"REVOKE SELECT ON {name} ({listed}) FROM {user};",
+            ci=ci,
+        )
+        return
     out.add(
         "source_select",
         "fail",

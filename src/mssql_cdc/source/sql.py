@@ -78,11 +78,21 @@ CHANGE_TABLE_OWNER_COLUMNS = ("source_schema", "source_table", "role_name")
 CHECK_IS_ROLE_MEMBER = "SELECT IS_ROLEMEMBER(@P1) AS member"
 
 
-def check_select(schema: str, table: str, columns: Sequence[str] = ()) -> str:
-    """A query that reads nothing but needs SELECT on ``columns`` of ``schema.table`` (all
-    columns when empty): error 229 when the login lacks it, 208 when it cannot see the table."""
-    select = ", ".join(quote_name(c) for c in columns) if columns else "*"
-    return f"SELECT TOP (0) {select} FROM {table_name(schema, table)}"
+def check_select(columns: Sequence[str] = ()) -> str:
+    """Whether the login may SELECT ``columns`` of the table named by ``@P1`` (``[s].[t]``), the
+    column names being ``@P2...`` (all columns when none): ``object_id`` (NULL when the login
+    cannot see the table), ``can_select`` (the table) and ``column_1``... (each column), each
+    1, 0 or NULL, from ``HAS_PERMS_BY_NAME`` ("HAS_PERMS_BY_NAME (Transact-SQL)": the effective
+    permission, granted to the user or a role and not denied; column names without brackets).
+    Reads no row of the table."""
+    probes = [
+        f"HAS_PERMS_BY_NAME(@P1, N'OBJECT', N'SELECT', @P{n}, N'COLUMN') AS column_{n - 1}"
+        for n in range(2, len(columns) + 2)
+    ]
+    return (
+        "SELECT OBJECT_ID(@P1) AS object_id, HAS_PERMS_BY_NAME(@P1, N'OBJECT', N'SELECT') "
+        f"AS can_select{''.join(', ' + p for p in probes)}"
+    )
 
 
 def quote_name(name: str) -> str:
