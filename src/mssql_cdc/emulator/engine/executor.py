@@ -280,10 +280,17 @@ class Executor:
     # --- entry points ---
 
     def run_batch(
-        self, sql: str, params: dict[str, tuple[SqlType, object]] | None = None
+        self,
+        sql: str,
+        params: dict[str, tuple[SqlType, object]] | None = None,
+        *,
+        outputs: list[str] | None = None,
     ) -> BatchOutcome:
+        """Run a batch; ``outputs`` names variables whose final values the outcome keeps
+        (``BatchOutcome.variables``: an RPC's output parameters)."""
         results: list[StatementResult] = []
         self.variables = dict(params or {})
+        finals: dict[str, object] = {}
         with self.db.lock:
             try:
                 for statement in _parse(sql):
@@ -291,8 +298,9 @@ class Executor:
             except SqlError as err:
                 return BatchOutcome(results + self._after_error(err), err)
             finally:
+                finals = {n: self.variables[n][1] for n in outputs or () if n in self.variables}
                 self.variables = {}
-        return BatchOutcome(results)
+        return BatchOutcome(results, variables=finals)
 
     def _after_error(self, err: SqlError) -> list[StatementResult]:
         """A deadlock victim's transaction is rolled back (ENVCHANGE before the error)."""
