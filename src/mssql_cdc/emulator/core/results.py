@@ -27,6 +27,8 @@ class StatementResult:
     rows: Sequence[tuple[object, ...]] = field(default_factory=list)
     rowcount: int | None = None
     env: list[bytes] = field(default_factory=list)
+    #: further result sets of the same statement (a procedure's second result set)
+    following: list[StatementResult] = field(default_factory=list)
 
     @property
     def curcmd(self) -> int:

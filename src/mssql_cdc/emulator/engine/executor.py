@@ -273,6 +273,7 @@ class Executor:
         self.login = login
         self.user = db.security.user_of(login)
         self.cursor = db.cursor()
+        db.locks.forget(spid)  # a new session starts without waits
         self.variables: dict[str, tuple[SqlType, object]] = {}
         self.nocount = False
         self.lock_timeout = -1
@@ -306,11 +307,18 @@ class Executor:
                 self.variables = {}
         return BatchOutcome(results, variables=finals)
 
+    @staticmethod
+    def _collect(results: list[StatementResult], result: StatementResult) -> None:
+        """A statement's result, then the further result sets it has (sp_spaceused)."""
+        results.append(result)
+        results.extend(result.following)
+        result.following = []
+
     def _run_text(self, sql: str, results: list[StatementResult]) -> None:
         """Run a batch's statements, with its IF/ELSE and BEGIN...END (:mod:`batch`)."""
         if not batch.needs_split(sql):
             for statement in _parse(sql):
-                results.append(self._statement(statement))
+                self._collect(results, self._statement(statement))
             return
         self._run_items(batch.split(sql), results)
 
@@ -320,7 +328,7 @@ class Executor:
         for item in items:
             if isinstance(item, batch.Run):
                 for statement in _parse(item.text):
-                    results.append(self._statement(statement))
+                    self._collect(results, self._statement(statement))
             elif isinstance(item, batch.Block):
                 self._run_items(item.items, results)
             else:
@@ -344,11 +352,11 @@ class Executor:
         chosen = branches[0] if self._condition(item.condition) else branches[1]
         for part in chosen:
             if isinstance(part, exp.Expression):
-                results.append(self._statement(part))
+                self._collect(results, self._statement(part))
             else:
                 self._run_items([part], results)
         for statement in after:
-            results.append(self._statement(statement))
+            self._collect(results, self._statement(statement))
 
     def _condition(self, text: str) -> bool:
         """An IF's search condition, true or not (NULL is not)."""
@@ -387,7 +395,9 @@ class Executor:
         with self.db.lock:
             try:
                 self._check_fault()
-                return BatchOutcome([call(self, name.lower(), named, positional)])
+                results: list[StatementResult] = []
+                self._collect(results, call(self, name.lower(), named, positional))
+                return BatchOutcome(results)
             except SqlError as err:
                 return BatchOutcome(self._after_error(err), err)
             except duckdb.Error as exc:
@@ -398,6 +408,7 @@ class Executor:
             if self.tran is not None:
                 self._rollback()
             self.db.locks.release_all(self.spid)
+            self.db.locks.forget(self.spid)
             self.cursor.close()
 
     # --- dispatch ---

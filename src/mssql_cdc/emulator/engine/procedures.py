@@ -14,6 +14,7 @@ from mssql_cdc.emulator.cdc.procedures import extra as _extra
 from mssql_cdc.emulator.core.errors import SqlError, no_permission, unsupported
 from mssql_cdc.emulator.core.results import StatementResult, result_set
 from mssql_cdc.emulator.engine.params import parse_param_declarations
+from mssql_cdc.emulator.engine.space import spaceused
 from mssql_cdc.emulator.protocol.types import MAX, SqlType, scalar
 
 if TYPE_CHECKING:
@@ -135,6 +136,8 @@ def call(  # noqa: PLR0911, PLR0912, PLR0915 (a dispatch over procedures)
                 )
             )
         return result_set(cols, rows)
+    if short == "sp_spaceused":
+        return spaceused(ex, args, positional)
     if short == "sp_executesql":
         stmt = positional[0] if positional else args.get("stmt")
         if not isinstance(stmt, str):

@@ -319,7 +319,9 @@ class Rewriter:
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous):
             return self._table_function(node)
         if isinstance(node, exp.Table) and node.db.lower() in SYSTEM_SCHEMAS:
-            view = system_view(self.ctx.db, self.ctx.user, node.db, node.name, node.alias_or_name)
+            view = system_view(
+                self.ctx.db, self.ctx.user, node.db, node.name, node.alias_or_name, self.ctx.spid
+            )
             return view if view is not None else node
         return node
 
