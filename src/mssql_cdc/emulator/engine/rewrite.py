@@ -484,7 +484,8 @@ class Rewriter:
         return _untag(case, t)
 
     def _timezone_id(self, args: list[exp.Expression]) -> exp.Expression:
-        return typed_literal(scalar("nvarchar", length=128), self.ctx.db.clock.windows_zone)
+        # "CURRENT_TIMEZONE_ID (Transact-SQL)": varchar (its length is not documented)
+        return typed_literal(scalar("varchar", length=128), self.ctx.db.clock.windows_zone)
 
     def _nchar(self, args: list[exp.Expression]) -> exp.Expression:
         """``NCHAR(n)``: the UTF-16 code unit ``n`` as nchar(1), a lone surrogate included; NULL

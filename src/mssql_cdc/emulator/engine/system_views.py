@@ -60,13 +60,13 @@ _SCAN_SESSIONS: list[tuple[str, SqlType]] = [
     ("session_id", scalar("int")),
     ("start_time", scalar("datetime")),
     ("end_time", scalar("datetime")),
-    ("duration", scalar("int")),
+    ("duration", scalar("bigint")),
     ("scan_phase", scalar("nvarchar", length=200)),
     ("error_count", scalar("int")),
     ("tran_count", scalar("bigint")),
     ("last_commit_time", scalar("datetime")),
-    ("empty_scan_count", scalar("int")),
     ("latency", scalar("int")),
+    ("empty_scan_count", scalar("int")),
 ]
 _WAIT_STATS: list[tuple[str, SqlType]] = [
     ("session_id", scalar("smallint")),
@@ -154,8 +154,8 @@ def _scan_rows(db: Database) -> list[tuple[object, ...]]:
                 0,
                 s.tran_count,
                 None if s.last_commit_time is None else datetime_text(s.last_commit_time),
-                s.empty_scans,
                 latency,
+                s.empty_scans,
             )
         )
     if sessions:
@@ -169,8 +169,8 @@ def _scan_rows(db: Database) -> list[tuple[object, ...]]:
             0,
             sum(s.tran_count for s in sessions),
             rows[-1][7],
+            rows[-1][8],
             last.empty_scans,
-            rows[-1][9],
         )
         rows.insert(0, aggregate)
     return rows
