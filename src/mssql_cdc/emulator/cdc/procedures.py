@@ -6,9 +6,9 @@ Result columns follow each procedure's Microsoft reference page
 The jobs exist once a table was enabled ("sys.sp_cdc_enable_table": the first table enabled
 creates the capture and cleanup jobs); ``sys.sp_cdc_help_jobs`` needs ``db_owner``.
 ``msdb.dbo.sp_help_job @job_name = ..., @job_aspect = N'JOB'`` ("sp_help_job", Microsoft docs)
-answers four of its columns (``job_id``, ``name``, ``enabled``, ``current_execution_status``:
-1 executing for a running capture job, 4 idle otherwise) for ``sa`` and ``db_owner`` only (SQL
-Server: sysadmin or a SQL Server Agent role in msdb); others get error 229.
+answers its job result set, all 32 columns (``current_execution_status``: 1 executing for a
+running capture job, 4 idle otherwise) for ``sa`` and ``db_owner`` only (SQL Server: sysadmin
+or a SQL Server Agent role in msdb); others get error 229.
 ``sp_cdc_change_job`` changes take effect when the job restarts (``sp_cdc_stop_job`` /
 ``sp_cdc_start_job``), except retention and threshold, which the next cleanup reads
 ("sys.sp_cdc_change_job", Microsoft docs).
@@ -20,11 +20,11 @@ import uuid
 from typing import TYPE_CHECKING
 
 from mssql_cdc.emulator.cdc.cleanup import MAX_RETENTION, cleanup_change_table
-from mssql_cdc.emulator.core.errors import SqlError, missing_parameter
+from mssql_cdc.emulator.core.errors import SqlError, missing_parameter, unsupported
 from mssql_cdc.emulator.core.results import StatementResult, result_set
 from mssql_cdc.emulator.core.security import permission_denied
 from mssql_cdc.emulator.protocol.temporal import datetime_text
-from mssql_cdc.emulator.protocol.types import MAX, scalar
+from mssql_cdc.emulator.protocol.types import MAX, SqlType, scalar
 
 if TYPE_CHECKING:
     from mssql_cdc.emulator.cdc.state import CaptureInstance
@@ -233,25 +233,77 @@ def _help_jobs(ex: Executor) -> StatementResult:
     return result_set(columns, rows)
 
 
+#: the job result set of sp_help_job ("sp_help_job (Transact-SQL)", Result Sets)
+_HELP_JOB_COLUMNS: list[tuple[str, SqlType]] = [
+    ("job_id", scalar("uniqueidentifier")),
+    ("originating_server", scalar("nvarchar", length=30)),
+    ("name", _NV),
+    ("enabled", scalar("tinyint")),
+    ("description", scalar("nvarchar", length=512)),
+    ("start_step_id", scalar("int")),
+    ("category", _NV),
+    ("owner", _NV),
+    ("notify_level_eventlog", scalar("int")),
+    ("notify_level_email", scalar("int")),
+    ("notify_level_netsend", scalar("int")),
+    ("notify_level_page", scalar("int")),
+    ("notify_email_operator", _NV),
+    ("notify_netsend_operator", _NV),
+    ("notify_page_operator", _NV),
+    ("delete_level", scalar("int")),
+    ("date_created", scalar("datetime")),
+    ("date_modified", scalar("datetime")),
+    ("version_number", scalar("int")),
+    ("last_run_date", scalar("int")),
+    ("last_run_time", scalar("int")),
+    ("last_run_outcome", scalar("int")),
+    ("next_run_date", scalar("int")),
+    ("next_run_time", scalar("int")),
+    ("next_run_schedule_id", scalar("int")),
+    ("current_execution_status", scalar("int")),
+    ("current_execution_step", _NV),
+    ("current_retry_attempt", scalar("int")),
+    ("has_step", scalar("int")),
+    ("has_schedule", scalar("int")),
+    ("has_target", scalar("int")),
+    ("type", scalar("int")),
+]
+#: per job type: description, category (the jobs sys.sp_cdc_add_job creates)
+_JOB_KINDS = {
+    "capture": ("CDC Log Scan Job", "REPL-LogReader"),
+    "cleanup": ("CDC Cleanup Job", "REPL-Checkup"),
+}
+
+
 def _help_job(ex: Executor, args: dict[str, object]) -> StatementResult:
+    """The job result set (``@job_aspect = N'JOB'``, or no job named). The emulator models
+    ``job_id``, ``name``, ``enabled`` and ``current_execution_status`` (1 executing, 4
+    idle); the other columns are what an Agent job that never ran holds (no notifications,
+    last and next run 0, outcome 5 unknown). The steps, schedules and targets result sets
+    (``@job_aspect`` ALL, STEPS, SCHEDULES, TARGETS) are not there (40517)."""
     if not ex.db.security.is_owner(ex.user):
         raise permission_denied("EXECUTE", "dbo", "sp_help_job", "msdb")
     wanted = _text(args.get("job_name"))
+    aspect = (_text(args.get("job_aspect")) or ("ALL" if wanted else "JOB")).upper()
+    if aspect != "JOB":
+        raise unsupported(f"sp_help_job with @job_aspect = '{aspect}'")
     rows = []
+    created = datetime_text(ex.db.cdc.jobs_created_at) if ex.db.cdc.jobs_created_at else None
     for kind, name in _job_names(ex).items():
         if wanted is not None and wanted.lower() != name.lower():
             continue
         running = kind == "capture" and ex.db.capture_job.running
-        rows.append((_job_id(name), name, 1, 1 if running else 4))
+        description, category = _JOB_KINDS[kind]
+        rows.append(
+            (
+                _job_id(name), "EMULATOR", name, 1, description, 1, category, "sa",
+                0, 0, 0, 0, None, None, None, 0, created, created, 1, 0, 0, 5, 0, 0, 0,
+                1 if running else 4, "0 (unknown)", 0, 1, 1, 1, 1,
+            )
+        )
     if wanted is not None and not rows:
         raise SqlError(14262, f"The specified @job_name ('{wanted}') does not exist.", klass=16)
-    columns = [
-        ("job_id", scalar("uniqueidentifier")),
-        ("name", _NV),
-        ("enabled", scalar("tinyint")),
-        ("current_execution_status", scalar("int")),
-    ]
-    return result_set(columns, rows)
+    return result_set(_HELP_JOB_COLUMNS, rows)
 
 
 def _ddl_history(ex: Executor, instance: CaptureInstance) -> StatementResult:

@@ -65,7 +65,6 @@ _SYSTEM_TABLES: dict[str, list[tuple[str, SqlType]]] = {
         ("tran_begin_time", scalar("datetime")),
         ("tran_end_time", scalar("datetime")),
         ("tran_id", scalar("varbinary", length=10)),
-        ("tran_begin_lsn", _LSN),
     ],
     "captured_columns": [
         ("object_id", scalar("int")),
@@ -153,6 +152,8 @@ class CdcState:
         self.threshold = 5000
         #: the capture and cleanup jobs exist (made by the first ``sp_cdc_enable_table``)
         self.jobs_created = False
+        #: when the jobs were created (server local time)
+        self.jobs_created_at: dt.datetime | None = None
         #: scans since the emulator started, for ``sys.dm_cdc_log_scan_sessions``
         self.scan_sessions: list[ScanSession] = []
         #: change rows of the scan in progress, per change table (flushed before its COMMIT)
@@ -253,6 +254,7 @@ class CdcState:
         )
         if role_name:
             self.db.security.create_role(role_name)
+        self.jobs_created_at = self.jobs_created_at or self.db.clock.local_naive()
         self.jobs_created = True
         self._create_change_table(instance)
         self.instances[name.lower()] = instance
@@ -442,14 +444,8 @@ class CdcState:
         begin = now if dummy else tran.begin_time
         end = now if dummy else tran.end_time
         self.db.system.execute(
-            'INSERT INTO cdc."lsn_time_mapping" VALUES (?, ?, ?, ?, ?)',
-            [
-                bytes(tran.commit_lsn),
-                datetime_text(begin),
-                datetime_text(end),
-                tran_id,
-                bytes(tran.begin_lsn),
-            ],
+            'INSERT INTO cdc."lsn_time_mapping" VALUES (?, ?, ?, ?)',
+            [bytes(tran.commit_lsn), datetime_text(begin), datetime_text(end), tran_id],
         )
 
     def _capture(self, tran: LoggedTransaction) -> bool:

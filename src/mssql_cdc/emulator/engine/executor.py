@@ -33,7 +33,8 @@ from mssql_cdc.emulator.core.literals import typed_literal
 from mssql_cdc.emulator.core.locks import deadlock_victim
 from mssql_cdc.emulator.core.log import DdlEvent, LoggedChange, LoggedTransaction
 from mssql_cdc.emulator.core.results import BatchOutcome, StatementResult
-from mssql_cdc.emulator.engine import clr, ddl, guard
+from mssql_cdc.emulator.engine import batch, clr, ddl, guard
+from mssql_cdc.emulator.engine.dialect import EmulatorTSQL
 from mssql_cdc.emulator.engine.params import spell_types
 from mssql_cdc.emulator.engine.procedures import call
 from mssql_cdc.emulator.engine.rewrite import (
@@ -83,7 +84,7 @@ def _parse(sql: str) -> list[exp.Expression]:
     try:
         if empty:
             text, empty = _empty_binary(text)
-        statements = sqlglot.parse(text, read="tsql")
+        statements = sqlglot.parse(text, read=EmulatorTSQL)
     except sqlglot.errors.ParseError as exc:
         token = ""
         if exc.errors:
@@ -204,6 +205,10 @@ _ENGINE_TYPES = {"UINT8": "tinyint", "INT16": "smallint", "INT32": "int", "INT64
 
 def _engine_error(exc: duckdb.Error, statement: exp.Expression) -> SqlError:  # noqa: PLR0911 (a dispatch over kinds)
     text = str(exc)
+    raised = re.search(r"Msg (\d+), Level (\d+), State (\d+): (.*)", text)
+    if raised:  # an error of an engine function of the emulator's (udfs.py)
+        number, klass, state, message = raised.groups()
+        return SqlError(int(number), message.strip(), state=int(state), klass=int(klass))
     if isinstance(exc, duckdb.InvalidInputException) and DIVIDE_BY_ZERO in text:
         return divide_by_zero()  # raised by the divisor check of rewrite.Rewriter._divide
     if isinstance(exc, duckdb.CatalogException):
@@ -268,6 +273,7 @@ class Executor:
         self.login = login
         self.user = db.security.user_of(login)
         self.cursor = db.cursor()
+        db.locks.forget(spid)  # a new session starts without waits
         self.variables: dict[str, tuple[SqlType, object]] = {}
         self.nocount = False
         self.lock_timeout = -1
@@ -280,19 +286,85 @@ class Executor:
     # --- entry points ---
 
     def run_batch(
-        self, sql: str, params: dict[str, tuple[SqlType, object]] | None = None
+        self,
+        sql: str,
+        params: dict[str, tuple[SqlType, object]] | None = None,
+        *,
+        outputs: list[str] | None = None,
     ) -> BatchOutcome:
+        """Run a batch; ``outputs`` names variables whose final values the outcome keeps
+        (``BatchOutcome.variables``: an RPC's output parameters)."""
         results: list[StatementResult] = []
         self.variables = dict(params or {})
+        finals: dict[str, object] = {}
         with self.db.lock:
             try:
-                for statement in _parse(sql):
-                    results.append(self._statement(statement))
+                self._run_text(sql, results)
             except SqlError as err:
                 return BatchOutcome(results + self._after_error(err), err)
             finally:
+                finals = {n: self.variables[n][1] for n in outputs or () if n in self.variables}
                 self.variables = {}
-        return BatchOutcome(results)
+        return BatchOutcome(results, variables=finals)
+
+    @staticmethod
+    def _collect(results: list[StatementResult], result: StatementResult) -> None:
+        """A statement's result, then the further result sets it has (sp_spaceused)."""
+        results.append(result)
+        results.extend(result.following)
+        result.following = []
+
+    def _run_text(self, sql: str, results: list[StatementResult]) -> None:
+        """Run a batch's statements, with its IF/ELSE and BEGIN...END (:mod:`batch`)."""
+        if not batch.needs_split(sql):
+            for statement in _parse(sql):
+                self._collect(results, self._statement(statement))
+            return
+        self._run_items(batch.split(sql), results)
+
+    def _run_items(
+        self, items: Sequence[batch.Run | batch.If | batch.Block], results: list[StatementResult]
+    ) -> None:
+        for item in items:
+            if isinstance(item, batch.Run):
+                for statement in _parse(item.text):
+                    self._collect(results, self._statement(statement))
+            elif isinstance(item, batch.Block):
+                self._run_items(item.items, results)
+            else:
+                self._run_if(item, results)
+
+    def _run_if(self, item: batch.If, results: list[StatementResult]) -> None:
+        """``IF``: the branch the condition chooses; an unbraced branch is the first statement
+        of its run, the run's other statements follow the IF whatever the condition."""
+        after: list[exp.Expression] = []
+        branches: list[list[exp.Expression] | Sequence[batch.Run | batch.If | batch.Block]] = []
+        for items, single in ((item.then, item.single_then), (item.otherwise, item.single_else)):
+            if items is None:
+                branches.append([])
+            elif single:
+                assert isinstance(items[0], batch.Run)
+                statements = _parse(items[0].text)
+                branches.append(statements[:1])
+                after += statements[1:]
+            else:
+                branches.append(items)
+        chosen = branches[0] if self._condition(item.condition) else branches[1]
+        for part in chosen:
+            if isinstance(part, exp.Expression):
+                self._collect(results, self._statement(part))
+            else:
+                self._run_items([part], results)
+        for statement in after:
+            self._collect(results, self._statement(statement))
+
+    def _condition(self, text: str) -> bool:
+        """An IF's search condition, true or not (NULL is not)."""
+        statements = _parse(f"SELECT CASE WHEN {text} THEN 1 ELSE 0 END")
+        if len(statements) != 1:
+            raise syntax_near(text.split(maxsplit=1)[0] if text.split() else "IF")
+        result = self._statement(statements[0])
+        return bool(result.rows) and result.rows[0][0] == 1
 
     def _after_error(self, err: SqlError) -> list[StatementResult]:
         """A deadlock victim's transaction is rolled back (ENVCHANGE before the error)."""
@@ -309,8 +381,7 @@ class Executor:
         self.variables = dict(params)
         results: list[StatementResult] = []
         try:
-            for statement in _parse(sql):
-                results.append(self._statement(statement))
+            self._run_text(sql, results)
         except SqlError as err:
             return BatchOutcome(results, err)
         finally:
@@ -324,7 +395,9 @@ class Executor:
         with self.db.lock:
             try:
                 self._check_fault()
-                return BatchOutcome([call(self, name.lower(), named, positional)])
+                results: list[StatementResult] = []
+                self._collect(results, call(self, name.lower(), named, positional))
+                return BatchOutcome(results)
             except SqlError as err:
                 return BatchOutcome(self._after_error(err), err)
             except duckdb.Error as exc:
@@ -335,6 +408,7 @@ class Executor:
             if self.tran is not None:
                 self._rollback()
             self.db.locks.release_all(self.spid)
+            self.db.locks.forget(self.spid)
             self.cursor.close()
 
     # --- dispatch ---

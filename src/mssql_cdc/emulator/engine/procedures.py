@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 from mssql_cdc.emulator.cdc.procedures import OWNER_ONLY as _OWNER_ONLY
 from mssql_cdc.emulator.cdc.procedures import extra as _extra
-from mssql_cdc.emulator.core.errors import SqlError, no_permission
+from mssql_cdc.emulator.core.errors import SqlError, no_permission, unsupported
 from mssql_cdc.emulator.core.results import StatementResult, result_set
 from mssql_cdc.emulator.engine.params import parse_param_declarations
+from mssql_cdc.emulator.engine.space import spaceused
 from mssql_cdc.emulator.protocol.types import MAX, SqlType, scalar
 
 if TYPE_CHECKING:
@@ -135,6 +136,8 @@ def call(  # noqa: PLR0911, PLR0912, PLR0915 (a dispatch over procedures)
                 )
             )
         return result_set(cols, rows)
+    if short == "sp_spaceused":
+        return spaceused(ex, args, positional)
     if short == "sp_executesql":
         stmt = positional[0] if positional else args.get("stmt")
         if not isinstance(stmt, str):
@@ -151,4 +154,6 @@ def call(  # noqa: PLR0911, PLR0912, PLR0915 (a dispatch over procedures)
             raise outcome.error
         selects = [r for r in outcome.results if r.columns is not None]
         return selects[-1] if selects else StatementResult("exec")
+    if short in ("sp_prepare", "sp_execute", "sp_prepexec", "sp_unprepare"):
+        raise unsupported(f"EXEC {short} in a batch (the emulator answers it as an RPC)")
     raise SqlError(2812, f"Could not find stored procedure '{name}'.")

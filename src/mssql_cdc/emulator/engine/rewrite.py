@@ -34,7 +34,7 @@ from mssql_cdc.emulator.core.literals import (
     temporal_text,
     typed_literal,
 )
-from mssql_cdc.emulator.engine import clr
+from mssql_cdc.emulator.engine import clr, datefuncs
 from mssql_cdc.emulator.engine.metadata import (
     DATABASE_ID,
     Metadata,
@@ -72,18 +72,36 @@ VERSION_TEXT = (
     "\tMar 30 2024 00:00:00 \n\tCopyright (C) 2022 Microsoft Corporation\n"
     "\tDeveloper Edition (64-bit) on Linux (mssql-cdc emulator) <X64>"
 )
-SERVER_PROPERTIES: dict[str, object] = {
-    "productversion": "16.0.4135.4",
-    "productlevel": "RTM",
-    "productupdatelevel": "CU12",
-    "edition": "Developer Edition (64-bit)",
-    "engineedition": 3,
-    "machinename": "EMULATOR",
-    "servername": "EMULATOR",
-    "instancename": None,
-    "collation": "SQL_Latin1_General_CP1_CI_AS",
-    "ishadrenabled": 0,
-    "isclustered": 0,
+_PROPERTY_TEXT = scalar("nvarchar", length=128)
+_PROPERTY_INT = scalar("int")
+#: the SERVERPROPERTY values the emulator has: ``lower(name) -> (base type, value)``, base
+#: types as "SERVERPROPERTY (Transact-SQL)" lists them, the version's parts those of
+#: :data:`VERSION_TEXT` (16.0.4135.4, RTM-CU12, Developer Edition); ``None`` values are NULL
+#: as on SQL Server (the default instance has no InstanceName)
+SERVER_PROPERTIES: dict[str, tuple[SqlType, object]] = {
+    "productversion": (_PROPERTY_TEXT, "16.0.4135.4"),
+    "productmajorversion": (_PROPERTY_TEXT, "16"),
+    "productminorversion": (_PROPERTY_TEXT, "0"),
+    "productbuild": (_PROPERTY_TEXT, "4135"),
+    "productlevel": (_PROPERTY_TEXT, "RTM"),
+    "productupdatelevel": (_PROPERTY_TEXT, "CU12"),
+    "productupdatereference": (_PROPERTY_TEXT, "KB5033663"),
+    "edition": (_PROPERTY_TEXT, "Developer Edition (64-bit)"),
+    "editionid": (scalar("bigint"), -2117995310),
+    "engineedition": (_PROPERTY_INT, 3),
+    "machinename": (_PROPERTY_TEXT, "EMULATOR"),
+    "servername": (_PROPERTY_TEXT, "EMULATOR"),
+    "computernamephysicalnetbios": (_PROPERTY_TEXT, "EMULATOR"),
+    "instancename": (_PROPERTY_TEXT, None),
+    "collation": (_PROPERTY_TEXT, "SQL_Latin1_General_CP1_CI_AS"),
+    "ishadrenabled": (_PROPERTY_INT, 0),
+    "isclustered": (_PROPERTY_INT, 0),
+    "isfulltextinstalled": (_PROPERTY_INT, 0),
+    "isintegratedsecurityonly": (_PROPERTY_INT, 0),
+    "issingleuser": (_PROPERTY_INT, 0),
+    "isxtpsupported": (_PROPERTY_INT, 0),
+    "islocaldb": (_PROPERTY_INT, 0),
+    "pathseparator": (scalar("nvarchar", length=1), "/"),
 }
 
 
@@ -157,6 +175,14 @@ class Rewriter:
             "SYSUTCDATETIME": lambda a: typed_literal(
                 scalar("datetime2", scale=7), self.ctx.db.clock.utcnow().replace(tzinfo=None)
             ),
+            # "SYSDATETIME (Transact-SQL)": datetime2(7), the server's local time
+            "SYSDATETIME": lambda a: typed_literal(
+                scalar("datetime2", scale=7), self.ctx.db.clock.local_naive()
+            ),
+            "DATEPART": self._datepart,
+            "DATEDIFF": lambda a: self._datediff(a, big=False),
+            "DATEDIFF_BIG": lambda a: self._datediff(a, big=True),
+            "DATEADD": self._dateadd,
             "DB_NAME": self._db_name,
             # the session's login and database user (never the engine's own user)
             "SUSER_NAME": lambda a: typed_literal(scalar("nvarchar", length=128), self.ctx.login),
@@ -281,8 +307,10 @@ class Rewriter:
             method = clr.method_call(node, self._column_type)  # h.ToString(), g.STAsBinary()
             if method is not None:
                 return method
-        if isinstance(node, exp.Dot) and node.expression.meta.get("constant"):
-            inner: exp.Expression = node.expression
+        if isinstance(node, exp.Dot) and (
+            node.expression.meta.get("constant") or _is_sys_qualifier(node.this)
+        ):
+            inner: exp.Expression = node.expression  # sys.fn_cdc_...(...): the function
             return inner
         if isinstance(node, (exp.Cast, exp.TryCast, exp.Convert)):
             return self._cast(node)
@@ -291,7 +319,9 @@ class Rewriter:
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous):
             return self._table_function(node)
         if isinstance(node, exp.Table) and node.db.lower() in SYSTEM_SCHEMAS:
-            view = system_view(self.ctx.db, self.ctx.user, node.db, node.name, node.alias_or_name)
+            view = system_view(
+                self.ctx.db, self.ctx.user, node.db, node.name, node.alias_or_name, self.ctx.spid
+            )
             return view if view is not None else node
         return node
 
@@ -315,14 +345,20 @@ class Rewriter:
         return typed_literal(t, value)
 
     def _serverproperty(self, args: list[exp.Expression]) -> exp.Expression:
-        ok, name = constant(args[0]) if args else (False, None)
+        """``SERVERPROPERTY('name')``: sql_variant whose base type is the property's
+        ("SERVERPROPERTY (Transact-SQL)"); NULL for a name that is not a property or that
+        the emulator does not have (:data:`SERVER_PROPERTIES`)."""
+        if len(args) != 1:
+            raise wrong_arguments("SERVERPROPERTY", 1, 1)
+        ok, name = constant(args[0])
         if not ok or not isinstance(name, str):
             raise unsupported("SERVERPROPERTY with a non-constant argument")
-        value = SERVER_PROPERTIES.get(name.lower())
-        # SQL Server returns sql_variant; the emulator sends nvarchar(128) (or int).
-        if isinstance(value, int):
-            return typed_literal(scalar("int"), value)
-        return typed_literal(scalar("nvarchar", length=128), value)
+        found = SERVER_PROPERTIES.get(name.lower())
+        variant = scalar("sql_variant", length=8016)
+        if found is None or found[1] is None:
+            return typed_literal(variant, None)
+        base, value = found
+        return typed_literal(variant, pack_variant(base, value))
 
     def _is_rolemember(self, args: list[exp.Expression]) -> exp.Expression:
         """``IS_ROLEMEMBER(role)``: 1 when the session's user is a member (``dbo`` is of every
@@ -448,7 +484,8 @@ class Rewriter:
         return _untag(case, t)
 
     def _timezone_id(self, args: list[exp.Expression]) -> exp.Expression:
-        return typed_literal(scalar("nvarchar", length=128), self.ctx.db.clock.windows_zone)
+        # "CURRENT_TIMEZONE_ID (Transact-SQL)": varchar (its length is not documented)
+        return typed_literal(scalar("varchar", length=128), self.ctx.db.clock.windows_zone)
 
     def _nchar(self, args: list[exp.Expression]) -> exp.Expression:
         """``NCHAR(n)``: the UTF-16 code unit ``n`` as nchar(1), a lone surrogate included; NULL
@@ -575,6 +612,99 @@ class Rewriter:
             joined = exp.Anonymous(this="left", expressions=[joined, exp.Literal.number(cap)])
         return _untag(exp.Paren(this=joined), result)
 
+    # --- DATEPART, DATEDIFF, DATEADD (:mod:`datefuncs`) ---
+
+    @staticmethod
+    def _part(node: exp.Expression, function: str) -> str:
+        """The datepart argument, a bare word (``year``, ``TZOFFSET``)."""
+        if isinstance(node, (exp.Column, exp.Var, exp.Identifier)) and not (
+            isinstance(node, exp.Column) and node.table
+        ):
+            return datefuncs.part_name(node.name, function)
+        raise SqlError(1023, f"Invalid parameter 1 specified for {function}.", klass=15)
+
+    def _temporal_arg(self, node: exp.Expression, function: str) -> tuple[str, bool, object]:
+        """(SQL type name or :data:`datefuncs.LITERAL`, is constant, value) of a date
+        argument: a string literal or string column converts with its parts' defaults."""
+        t: SqlType | None = node.meta.get("sqltype") or self._column_type(node)
+        ok, value = constant(node)
+        if isinstance(t, SqlType) and t.is_temporal:
+            return t.name, ok, value
+        if (t is None and ok and isinstance(value, str)) or (
+            isinstance(t, SqlType) and t.is_string
+        ):
+            return datefuncs.LITERAL, ok, value
+        if ok and value is None:
+            return datefuncs.LITERAL, ok, None
+        raise unsupported(f"{function} of an expression of type {t.sql() if t else 'unknown'}")
+
+    def _datepart(self, args: list[exp.Expression]) -> exp.Expression:
+        if len(args) != 2:
+            raise wrong_arguments("datepart", 2, 2)
+        part = self._part(args[0], "datepart")
+        kind, ok, value = self._temporal_arg(args[1], "DATEPART")
+        t = scalar("int")
+        if ok:
+            return typed_literal(t, datefuncs.datepart(part, value, kind))
+        call = exp.Anonymous(
+            this="__mssql_datepart",
+            expressions=[
+                exp.Literal.string(part),
+                exp.Cast(this=args[1], to=exp.DataType.build("VARCHAR")),
+                exp.Literal.string(kind),
+            ],
+        )
+        return _untag(call, t)
+
+    def _datediff(self, args: list[exp.Expression], *, big: bool) -> exp.Expression:
+        name = "datediff_big" if big else "datediff"
+        if len(args) != 3:
+            raise wrong_arguments(name, 3, 3)
+        part = self._part(args[0], name)
+        ka, oka, va = self._temporal_arg(args[1], name.upper())
+        kb, okb, vb = self._temporal_arg(args[2], name.upper())
+        t = scalar("bigint" if big else "int")
+        if oka and okb:
+            return typed_literal(t, datefuncs.datediff(part, va, vb, ka, kb, big=big))
+        call = exp.Anonymous(
+            this=f"__mssql_{name}",
+            expressions=[
+                exp.Literal.string(part),
+                exp.Cast(this=args[1], to=exp.DataType.build("VARCHAR")),
+                exp.Cast(this=args[2], to=exp.DataType.build("VARCHAR")),
+                exp.Literal.string(ka),
+                exp.Literal.string(kb),
+            ],
+        )
+        return _untag(call, t)
+
+    def _dateadd(self, args: list[exp.Expression]) -> exp.Expression:
+        if len(args) != 3:
+            raise wrong_arguments("dateadd", 3, 3)
+        part = self._part(args[0], "dateadd")
+        kind, ok, value = self._temporal_arg(args[2], "DATEADD")
+        given = args[2].meta.get("sqltype") or self._column_type(args[2])
+        # a string converts to datetime ("DATEADD (Transact-SQL)", return types)
+        t = (
+            given
+            if kind != datefuncs.LITERAL and isinstance(given, SqlType)
+            else scalar("datetime")
+        )
+        ok_n, number = constant(args[1])
+        if ok and ok_n:
+            return typed_literal(t, datefuncs.dateadd(part, number, value, t))
+        call = exp.Anonymous(
+            this="__mssql_dateadd",
+            expressions=[
+                exp.Literal.string(part),
+                exp.Cast(this=args[1], to=exp.DataType.build("BIGINT")),
+                exp.Cast(this=args[2], to=exp.DataType.build("VARCHAR")),
+                exp.Literal.string(t.name),
+                exp.Literal.number(t.scale),
+            ],
+        )
+        return _untag(call, t)
+
     def _datalength(self, args: list[exp.Expression]) -> exp.Expression:
         """``DATALENGTH(expr)``: bytes of the stored value; bigint for the (max) types, else
         int ("DATALENGTH (Transact-SQL)", Microsoft docs)."""
@@ -654,17 +784,49 @@ class Rewriter:
         return typed_literal(scalar("binary", length=10), self.ctx.db.cdc.max_lsn())
 
     def _step_lsn(self, args: list[exp.Expression], step: int) -> exp.Expression:
-        (value,) = self._args(args, "fn_cdc_increment_lsn")
+        """``sys.fn_cdc_increment_lsn(lsn)`` / ``decrement``: binary(10), of a constant or of
+        any expression such as a column (the engine's ``LSN_STEP`` function, :mod:`udfs`)."""
+        name = "fn_cdc_increment_lsn" if step > 0 else "fn_cdc_decrement_lsn"
+        t = scalar("binary", length=10)
+        if len(args) != 1:
+            raise wrong_arguments(name, 1, 1)
+        ok, value = constant(args[0])
+        if not ok:
+            call = exp.Anonymous(
+                this=UDF_NAMES["LSN_STEP"],
+                expressions=[
+                    exp.Cast(this=args[0], to=exp.DataType.build("BLOB")),
+                    exp.Literal.number(step),
+                ],
+            )
+            return _untag(call, t)
         lsn = _lsn_arg(value)
         if lsn is None:
-            return typed_literal(scalar("binary", length=10), None)
+            return typed_literal(t, None)
         moved = Lsn(lsn).next() if step > 0 else Lsn(lsn).prev()
-        return typed_literal(scalar("binary", length=10), bytes(moved))
+        return typed_literal(t, bytes(moved))
 
     def _map_lsn_to_time(self, args: list[exp.Expression]) -> exp.Expression:
-        (value,) = self._args(args, "fn_cdc_map_lsn_to_time")
-        text = self.ctx.db.cdc.map_lsn_to_time(_lsn_arg(value))
-        return typed_literal(scalar("datetime"), text)
+        """``sys.fn_cdc_map_lsn_to_time(lsn)``: the ``tran_end_time`` of ``lsn`` in
+        ``cdc.lsn_time_mapping`` (datetime), NULL when none; of a column too (a subquery)."""
+        if len(args) != 1:
+            raise wrong_arguments("fn_cdc_map_lsn_to_time", 1, 1)
+        t = scalar("datetime")
+        ok, value = constant(args[0])
+        if ok:
+            text = self.ctx.db.cdc.map_lsn_to_time(_lsn_arg(value))
+            return typed_literal(t, text)
+        if not self.ctx.db.cdc.enabled:
+            return typed_literal(t, None)
+        mapping = exp.table_("lsn_time_mapping", db="cdc", quoted=True)
+        lookup = (
+            exp.select(exp.column("tran_end_time", quoted=True))
+            .from_(mapping)
+            .where(exp.EQ(this=exp.column("start_lsn", quoted=True), expression=args[0]))
+            .order_by(exp.Ordered(this=exp.column("tran_end_time", quoted=True), desc=True))
+            .limit(1)
+        )
+        return _untag(exp.Subquery(this=lookup), t)
 
     def _map_time_to_lsn(self, args: list[exp.Expression]) -> exp.Expression:
         operator, when = self._args(args, "fn_cdc_map_time_to_lsn")
@@ -734,14 +896,21 @@ class Rewriter:
             )
             return _untag(call, t)
         if t.is_string and style in (1, 2) and inner_type is not None and inner_type.is_binary:
+            # "CAST and CONVERT (Transact-SQL)", binary styles: 1 is 0x and upper-case hex
+            # digits, 2 the digits alone; the result is cut to the target's length
             prefix = "0x" if style == 1 else ""
             if ok:
                 if value is None:
                     return typed_literal(t, None)
-                return typed_literal(t, prefix + bytes(value).hex().upper())  # type: ignore[call-overload]
+                text = prefix + bytes(value).hex().upper()  # type: ignore[call-overload]
+                return typed_literal(t, text if t.length == MAX else text[: t.length])
             hexed: exp.Expression = exp.Anonymous(this="hex", expressions=[inner])
             if prefix:
                 hexed = exp.DPipe(this=exp.Literal.string(prefix), expression=hexed)
+            if t.length != MAX:
+                hexed = exp.Anonymous(
+                    this="left", expressions=[hexed, exp.Literal.number(t.length)]
+                )
             return _untag(hexed, t)
         if ok and isinstance(value, str) and t.is_binary and style in (None, 0):
             # a string's bytes: UTF-16LE for the N types, else the collation's code page
@@ -930,6 +1099,13 @@ def _pad_node(node: exp.Expression, t: SqlType) -> exp.Expression:
             this="rpad", expressions=[node, exp.Literal.number(t.length), exp.Literal.string(" ")]
         )
     return node
+
+
+def _is_sys_qualifier(node: object) -> bool:
+    """``sys`` or ``<database>.sys``, the qualifier of a system function call."""
+    if isinstance(node, exp.Dot):
+        return _is_sys_qualifier(node.expression)
+    return isinstance(node, (exp.Column, exp.Identifier, exp.Var)) and node.name.lower() == "sys"
 
 
 def _int(value: object) -> int | None:

@@ -19,6 +19,11 @@ refuses ``SELECT *`` (40517) rather than answer a shape SQL Server would not:
   from the last captured commit to the session's end. The view needs ``VIEW DATABASE STATE``;
   the emulator does not model that permission and lets only ``db_owner`` (and ``sa``) read it,
   others get error 300. Partial.
+* ``sys.dm_exec_session_wait_stats`` ("sys.dm_exec_session_wait_stats (Transact-SQL)"): a
+  row per session and wait type the session waited on since it opened (the emulator's waits
+  are its table locks: ``LCK_M_S``, ``LCK_M_X``; ``signal_wait_time_ms`` 0). A login with the
+  server permission (``VIEW SERVER STATE``; SQL Server 2022: ``VIEW SERVER PERFORMANCE
+  STATE``: here ``sa``) sees every session, any other its own.
 """
 
 from __future__ import annotations
@@ -55,15 +60,27 @@ _SCAN_SESSIONS: list[tuple[str, SqlType]] = [
     ("session_id", scalar("int")),
     ("start_time", scalar("datetime")),
     ("end_time", scalar("datetime")),
-    ("duration", scalar("int")),
+    ("duration", scalar("bigint")),
     ("scan_phase", scalar("nvarchar", length=200)),
     ("error_count", scalar("int")),
     ("tran_count", scalar("bigint")),
     ("last_commit_time", scalar("datetime")),
-    ("empty_scan_count", scalar("int")),
     ("latency", scalar("int")),
+    ("empty_scan_count", scalar("int")),
 ]
-_STATIC = {("sys", "databases"): _DATABASES, ("sys", "dm_cdc_log_scan_sessions"): _SCAN_SESSIONS}
+_WAIT_STATS: list[tuple[str, SqlType]] = [
+    ("session_id", scalar("smallint")),
+    ("wait_type", scalar("nvarchar", length=60)),
+    ("waiting_tasks_count", scalar("bigint")),
+    ("wait_time_ms", scalar("bigint")),
+    ("max_wait_time_ms", scalar("bigint")),
+    ("signal_wait_time_ms", scalar("bigint")),
+]
+_STATIC = {
+    ("sys", "databases"): _DATABASES,
+    ("sys", "dm_cdc_log_scan_sessions"): _SCAN_SESSIONS,
+    ("sys", "dm_exec_session_wait_stats"): _WAIT_STATS,
+}
 VIEWS = frozenset({("sys", "databases"), ("sys", "dm_cdc_log_scan_sessions"), *CATALOG_VIEWS})
 
 
@@ -77,8 +94,8 @@ def view_table(schema: str, name: str) -> TableDef | None:
     return TableDef(schema, name, [ColumnDef(c, t) for c, t in columns])
 
 
-def system_view(
-    db: Database, user: str, schema: str, name: str, alias: str
+def system_view(  # noqa: PLR0917 (the view's name and the session's identity)
+    db: Database, user: str, schema: str, name: str, alias: str, spid: int = 0
 ) -> exp.Expression | None:
     """The subquery ``<schema>.<name>`` stands for (``None`` outside :data:`SYSTEM_SCHEMAS`);
     error 208 for a name the emulator does not have."""
@@ -103,7 +120,21 @@ def system_view(
                 klass=14,
             )
         return _subquery(_SCAN_SESSIONS, _scan_rows(db), alias, name, partial=True)
+    if lowered == "dm_exec_session_wait_stats":
+        return _subquery(_WAIT_STATS, _wait_rows(db, user, spid), alias, name)
     raise invalid_object(f"{schema}.{name}")
+
+
+def _wait_rows(db: Database, user: str, spid: int) -> list[tuple[object, ...]]:
+    with db.locks.cond:
+        waits = {s: dict(w) for s, w in db.locks.waits.items()}
+    rows: list[tuple[object, ...]] = []
+    for session in sorted(waits):
+        if user != "dbo" and session != spid:  # only sa holds the server permission
+            continue
+        for wait_type, stats in sorted(waits[session].items()):
+            rows.append((session, wait_type, stats.count, stats.total_ms, stats.max_ms, 0))
+    return rows
 
 
 def _scan_rows(db: Database) -> list[tuple[object, ...]]:
@@ -123,8 +154,8 @@ def _scan_rows(db: Database) -> list[tuple[object, ...]]:
                 0,
                 s.tran_count,
                 None if s.last_commit_time is None else datetime_text(s.last_commit_time),
-                s.empty_scans,
                 latency,
+                s.empty_scans,
             )
         )
     if sessions:
@@ -138,8 +169,8 @@ def _scan_rows(db: Database) -> list[tuple[object, ...]]:
             0,
             sum(s.tran_count for s in sessions),
             rows[-1][7],
+            rows[-1][8],
             last.empty_scans,
-            rows[-1][9],
         )
         rows.insert(0, aggregate)
     return rows

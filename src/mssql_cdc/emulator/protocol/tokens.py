@@ -141,6 +141,15 @@ def featureextack(features: dict[int, bytes]) -> bytes:
     return bytes(out)
 
 
+def returnvalue(ordinal: int, name: str, t: SqlType, value: object) -> bytes:
+    """RETURNVALUE (2.2.7.18) of an output parameter of an RPC: the parameter's ordinal in the
+    request, its name as sent, status 0x01 (output parameter), UserType, Flags (nullable),
+    TYPE_INFO and the value."""
+    head = struct.pack("<H", ordinal) + b_varchar(name) + b"\x01"
+    head += struct.pack("<IH", user_type(t), 0x01)
+    return b"\xac" + head + type_info(t, nullable=True) + encode_value(t, value)
+
+
 def returnstatus(value: int) -> bytes:
     """RETURNSTATUS (2.2.7.18)."""
     return b"\x79" + struct.pack("<i", value)

@@ -1,8 +1,9 @@
 """Turns executor outcomes into token streams: result sets, DONE tokens, ERROR tokens.
 
 A SQLBatch answer ends with a DONE without the MORE bit; each statement before gets DONE with
-MORE (MS-TDS 2.2.7.6). An RPC answer uses DONEINPROC per statement, then RETURNSTATUS and
-DONEPROC (2.2.7.7/2.2.7.8).
+MORE (MS-TDS 2.2.7.6). An RPC answer uses DONEINPROC per statement, then RETURNSTATUS, a
+RETURNVALUE per output parameter (the handle of ``sp_prepare``/``sp_prepexec``) and DONEPROC
+(2.2.7.7/2.2.7.8, 2.2.7.18).
 
 :func:`render_stream` yields the reply in pieces: a result set's rows are encoded a piece at a
 time (about :data:`STREAM_BYTES` each), as the session sends them, so a client decodes the
@@ -103,7 +104,7 @@ def _error(err: SqlError) -> bytes:
     return tokens.error(err.number, err.state, err.klass, err.message)
 
 
-def render_stream(
+def render_stream(  # noqa: PLR0912 (a dispatch over token kinds)
     outcome: BatchOutcome, *, rpc: bool = False, nocount: bool = False, cut: Cut | None = None
 ) -> Iterator[bytes]:
     """The reply to ``outcome`` in pieces, encoded as they are asked for; ``cut`` may stop it
@@ -149,6 +150,8 @@ def render_stream(
         yield tokens.done(tokens.DONE_ERROR | more, 0, 0, token=done_token)
     if rpc:
         yield tokens.returnstatus(0 if error is None else 1)
+        for out in outcome.outputs:
+            yield tokens.returnvalue(out.ordinal, out.name, out.type, out.value)
         status = tokens.DONE_ERROR if error is not None else 0
         yield tokens.done(status, 0xE0, 0, token=tokens.DONEPROC)
     elif not results and error is None:

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 
 from mssql_cdc.emulator.core.errors import SqlError
 from mssql_cdc.emulator.core.results import BatchOutcome, StatementResult
-from mssql_cdc.emulator.engine.executor import Executor, coerce
-from mssql_cdc.emulator.engine.params import parse_param_declarations
+from mssql_cdc.emulator.engine.executor import Executor
+from mssql_cdc.emulator.engine.prepared import PROCEDURES as PREPARED_PROCEDURES
+from mssql_cdc.emulator.engine.prepared import Prepared
 from mssql_cdc.emulator.protocol import login7, prelogin, tokens
 from mssql_cdc.emulator.protocol.packets import (
     HEADER,
@@ -31,7 +32,7 @@ from mssql_cdc.emulator.protocol.packets import (
 )
 from mssql_cdc.emulator.protocol.rpc import RpcCall, parse_batch, parse_rpc, parse_tm
 from mssql_cdc.emulator.protocol.tls import RawChannel, TlsChannel
-from mssql_cdc.emulator.protocol.types import CLIENT_UTF8, COLLATION_CP1252, SqlType
+from mssql_cdc.emulator.protocol.types import CLIENT_UTF8, COLLATION_CP1252
 from mssql_cdc.emulator.protocol.wire import ProtocolError
 from mssql_cdc.emulator.server.render import Cut, render, render_stream
 
@@ -324,6 +325,7 @@ class Session:
         CLIENT_UTF8.set(login7.FEATURE_UTF8 in login.features)
         self.login_name = login.username
         self.executor = Executor(self.server.db, self.spid, login=login.username)
+        self.prepared = Prepared()  # the session's prepared statements
         log.info("spid %d logged in from %s (app %r)", self.spid, self.peer, login.app_name)
         return True
 
@@ -459,41 +461,10 @@ class Session:
         results[-1].env = env
         return BatchOutcome([results[-1]])
 
-    @staticmethod
-    def _rpc(executor: Executor, call: RpcCall) -> BatchOutcome:
+    def _rpc(self, executor: Executor, call: RpcCall) -> BatchOutcome:
         name = call.name.lower().split(".")[-1]
-        if name == "sp_executesql":
-            if not call.params or not isinstance(call.params[0].value, str):
-                return BatchOutcome(
-                    [],
-                    SqlError(
-                        214,
-                        "Procedure expects parameter '@statement' of type 'ntext/nchar/nvarchar'.",
-                    ),
-                )
-            stmt = call.params[0].value
-            declared: dict[str, SqlType] = {}
-            rest = call.params[1:]
-            if rest and not rest[0].name and isinstance(rest[0].value, str):
-                try:
-                    declared = parse_param_declarations(rest[0].value)
-                except SqlError as err:
-                    return BatchOutcome([], err)
-                rest = rest[1:]
-            elif rest and rest[0].name.lower() == "@params":
-                declared = parse_param_declarations(str(rest[0].value or ""))
-                rest = rest[1:]
-            params: dict[str, tuple[SqlType, object]] = {}
-            for param in rest:
-                key = param.name.lstrip("@").lower()
-                t = declared.get(key, param.type)
-                try:
-                    params[key] = (t, coerce(t, param.value))
-                except (ValueError, TypeError):
-                    return BatchOutcome(
-                        [], SqlError(8114, f"Error converting data type for parameter @{key}.")
-                    )
-            return executor.run_batch(stmt, params)
+        if name in PREPARED_PROCEDURES:
+            return self.prepared.call(executor, name, call.params)
         named = {p.name.lstrip("@").lower(): p.value for p in call.params if p.name}
         positional = [p.value for p in call.params if not p.name]
         return executor.run_procedure(call.name, named, positional)
