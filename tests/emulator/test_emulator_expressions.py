@@ -254,6 +254,18 @@ EXPRESSIONS: list[tuple[str, str, str | None, object]] = [
         "sql_variant",
         None,
     ),
+    (
+        "sql_variant (Transact-SQL): CAST converts the base value",
+        "CAST(SERVERPROPERTY('ProductMajorVersion') AS int)",
+        "int",
+        16,
+    ),
+    (
+        "sql_variant (Transact-SQL): CAST converts the base value",
+        "CONVERT(varchar(20), SERVERPROPERTY('EngineEdition'))",
+        "varchar(20)",
+        "3",
+    ),
     ("@@TRANCOUNT (Transact-SQL)", "@@TRANCOUNT", "int", 0),
     ("sys.fn_cdc_increment_lsn (Transact-SQL)", "sys.fn_cdc_increment_lsn(lsn)", "binary(10)", ANY),
     ("sys.fn_cdc_decrement_lsn (Transact-SQL)", "sys.fn_cdc_decrement_lsn(lsn)", "binary(10)", ANY),

@@ -53,6 +53,7 @@ from mssql_cdc.emulator.protocol.types import (
     from_datatype,
     pack_variant,
     scalar,
+    unpack_variant,
 )
 
 if TYPE_CHECKING:
@@ -886,6 +887,19 @@ class Rewriter:
         inner_type_: SqlType | None = inner.meta.get("sqltype")
         if t.name == "sql_variant":  # tds-types work
             return self._variant(inner, t)
+        if inner_type_ is not None and inner_type_.name == "sql_variant":
+            # CAST(sql_variant AS t): the base value converts ("sql_variant (Transact-SQL)")
+            held, packed = constant(inner)
+            if not held:
+                raise unsupported(f"CAST of a sql_variant expression to {t.sql()}")
+            if packed is None:
+                return typed_literal(t, None)
+            base, base_value = unpack_variant(packed)
+            node.set(
+                "expression" if isinstance(node, exp.Convert) else "this",
+                typed_literal(base, base_value),
+            )
+            return self._cast(node)
         if t.is_string and inner_type_ is not None and inner_type_.collation:  # tds-types work
             t = replace(t, collation=inner_type_.collation)
         style_node = node.args.get("style")
