@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pytds
 from pytds import tds_session
 
-__all__ = ["Column", "columns", "connect", "spell"]
+__all__ = ["Column", "columns", "connect", "first_type", "spell"]
 
 #: TYPE_INFO type bytes of the fixed-length types (MS-TDS 2.2.5.4.1)
 _FIXED = {0x30: "tinyint", 0x34: "smallint", 0x38: "int", 0x7F: "bigint", 0x32: "bit",
@@ -143,3 +143,14 @@ def columns(cursor, sql: str, params=None) -> list[list[Column]]:
             if not cursor.nextset():
                 break
     return out
+
+
+def first_type(cursor, sql: str) -> str:
+    """The first column's type of ``sql``'s first result, also when python-tds cannot decode
+    its value (a lone UTF-16 surrogate): the connection is not usable afterwards."""
+    recorder = _Recorder()
+    with _recording(recorder), contextlib.suppress(UnicodeDecodeError):
+        cursor.execute(sql)
+        cursor.fetchall()
+    type_id, user_type, size = recorder.types[0]
+    return spell(type_id, user_type, size, 0, 0)

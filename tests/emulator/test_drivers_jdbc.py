@@ -9,6 +9,7 @@ store made with keytool), and TDS 8.0 ``encrypt=strict`` (``serverCertificate``)
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+import cdc_tool
 import golden
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,3 +155,58 @@ def emulator_target(emu):
         emulator = emu
 
     return Target
+
+
+def _statement_input(scenario) -> bytes:
+    """The statements in golden.Statements's line format (base64 fields)."""
+    lines = []
+    for statement in scenario.statements:
+        lines.append("S " + base64.b64encode(statement.sql.encode()).decode())
+        for param in statement.params:
+            raw = param.value if isinstance(param.value, bytes) else str(param.value).encode()
+            lines.append(f"P {param.type} {base64.b64encode(raw).decode()}")
+    return "\n".join(lines).encode()
+
+
+def _value(item: dict[str, str]) -> object:
+    """A value as golden.Statements printed it (class name and text) as plain Python."""
+    value, cls = item["value"], item["class"]
+    if value is None:
+        return None
+    if cls in ("java.lang.Integer", "java.lang.Short", "java.lang.Long", "java.lang.Byte"):
+        return int(value)
+    if cls == "java.lang.Boolean":
+        return value == "true"
+    if cls == "java.math.BigDecimal":
+        return Decimal(value)
+    if cls == "[B":
+        return bytes.fromhex(value)
+    return value
+
+
+def run_statements(classpath: str, emulator, scenario) -> dict[str, cdc_tool.Outcome]:
+    """Each statement through a mssql-jdbc PreparedStatement (``?`` markers: sp_prepexec)."""
+    url = (
+        f"jdbc:sqlserver://{emulator.host}:{emulator.port};databaseName=master;user=sa;"
+        f"password={emulator.password};encrypt=false"
+    )
+    proc = subprocess.run(
+        ["java", "-cp", classpath, "golden.Statements", url],
+        input=_statement_input(scenario),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")[-3000:]
+    printed = json.loads(proc.stdout.decode("utf-8"))
+    outcomes = {}
+    for statement, got in zip(scenario.statements, printed, strict=True):
+        results = [[tuple(_value(v) for v in row) for row in rows] for rows in got["results"]]
+        outcomes[statement.name] = cdc_tool.Outcome(results, got["error"])
+    return outcomes
+
+
+def test_the_statements_of_a_cdc_tool(emulator, jdbc_classpath):
+    scenario = cdc_tool.prepare(emulator)
+    bad = cdc_tool.check(scenario, run_statements(jdbc_classpath, emulator, scenario))
+    assert not bad, "\n".join(bad)

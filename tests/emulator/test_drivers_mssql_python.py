@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+import cdc_tool
 import golden
 
 mssql_python = pytest.importorskip("mssql_python")
@@ -78,3 +79,58 @@ def test_strict_tds8(sql_server, tmp_path):
         pytest.skip("needs the emulator's CA")
     ca = sql_server.emulator.write_ca(tmp_path / "ca.pem")
     check(run_golden(sql_server, f"Encrypt=strict;ServerCertificate={ca}"), sql_server)
+
+
+def run_statements(emulator, scenario) -> dict[str, cdc_tool.Outcome]:
+    """Each statement through ODBC Driver 18, its parameters bound with ``?`` (the driver
+    prepares and executes them: sp_prepexec)."""
+    target = type("T", (), {"host": emulator.host, "port": emulator.port, "user": "sa",
+                            "password": emulator.password, "database": "master"})  # fmt: skip
+    outcomes: dict[str, cdc_tool.Outcome] = {}
+    conn = connect(target, "Encrypt=no")
+    try:
+        conn.autocommit = True
+        cur = conn.cursor()
+        for statement in scenario.statements:
+            outcome = outcomes[statement.name] = cdc_tool.Outcome()
+            try:
+                params = [p.value for p in statement.params]
+                if params:
+                    cur.execute(statement.sql, params)
+                else:
+                    cur.execute(statement.sql)
+                while True:
+                    if cur.description:
+                        outcome.results.append([tuple(r) for r in cur.fetchall()])
+                    if not cur.nextset():
+                        break
+            except mssql_python.Error as exc:
+                outcome.error = _number(exc)
+    finally:
+        conn.close()
+    return outcomes
+
+
+def _number(exc: Exception) -> int | None:
+    """The SQL Server error number in an ODBC error (the driver puts its text in the message)."""
+    text = str(exc)
+    for number in (40517, 195, 207, 208, 8179):
+        if "[SQL Server]" in text and _message_of(number) in text:
+            return number
+    return None
+
+
+def _message_of(number: int) -> str:
+    return {
+        40517: "is not supported in this version of SQL Server",
+        195: "is not a recognized built-in function name",
+        207: "Invalid column name",
+        208: "Invalid object name",
+        8179: "Could not find prepared statement",
+    }[number]
+
+
+def test_the_statements_of_a_cdc_tool(emulator):
+    scenario = cdc_tool.prepare(emulator)
+    bad = cdc_tool.check(scenario, run_statements(emulator, scenario))
+    assert not bad, "\n".join(bad)

@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+import cdc_tool
 import golden
 
 pymssql = pytest.importorskip("pymssql")
@@ -111,3 +112,49 @@ def run_golden_named(target, **kwargs) -> dict[str, object]:
     finally:
         conn.close()
     return dict(zip(names, row, strict=True))
+
+
+def _variant(value: object) -> object:
+    """A sql_variant as pymssql hands it over (the bytes of FreeTDS's form of the base value:
+    see SKIP): text as UTF-8, an int as 4 little-endian bytes."""
+    if not isinstance(value, bytes):
+        return value
+    if len(value) == 4 and any(b < 0x20 for b in value):
+        return int.from_bytes(value, "little", signed=True)
+    return value.decode("utf-8")
+
+
+def run_statements(emulator, scenario) -> dict[str, cdc_tool.Outcome]:
+    """Each statement through pymssql (FreeTDS), its parameters bound as pymssql binds them
+    (``%s``, quoted into the batch on the client)."""
+    outcomes: dict[str, cdc_tool.Outcome] = {}
+    conn = pymssql.connect(
+        server=emulator.host, port=str(emulator.port), user="sa", password=emulator.password,
+        database="master", tds_version="7.4", autocommit=True,
+    )  # fmt: skip
+    try:
+        cur = conn.cursor()
+        for statement in scenario.statements:
+            outcome = outcomes[statement.name] = cdc_tool.Outcome()
+            try:
+                params = tuple(p.value for p in statement.params) or None
+                cur.execute(cdc_tool.markers(statement.sql, "format"), params)
+                while True:
+                    if cur.description:
+                        rows = [tuple(r) for r in cur.fetchall()]
+                        if statement.name == "SERVERPROPERTY":
+                            rows = [tuple(_variant(v) for v in r) for r in rows]
+                        outcome.results.append(rows)
+                    if not cur.nextset():
+                        break
+            except pymssql.Error as exc:
+                outcome.error = exc.args[0] if exc.args and isinstance(exc.args[0], int) else -1
+    finally:
+        conn.close()
+    return outcomes
+
+
+def test_the_statements_of_a_cdc_tool(emulator):
+    scenario = cdc_tool.prepare(emulator)
+    bad = cdc_tool.check(scenario, run_statements(emulator, scenario))
+    assert not bad, "\n".join(bad)

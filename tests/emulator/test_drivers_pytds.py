@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+import cdc_tool
 import golden
 
 pytds = pytest.importorskip("pytds")
@@ -73,3 +74,39 @@ def test_tls_validating_the_emulator_ca(sql_server, tmp_path):
     # validate_host=True breaks in python-tds 1.17 with pyOpenSSL 26 (X509.get_extension is
     # gone); the chain is still validated against the CA
     check(run_golden(sql_server, cafile=str(ca), validate_host=False), sql_server)
+
+
+def _bind(param: cdc_tool.Param) -> object:
+    """python-tds sends ``bytes`` as a string; ``pytds.Binary`` as varbinary."""
+    return pytds.Binary(param.value) if param.type == "varbinary" else param.value
+
+
+def run_statements(emulator, scenario) -> dict[str, cdc_tool.Outcome]:
+    """Each statement through python-tds, its parameters bound (``%s``: sp_executesql)."""
+    outcomes: dict[str, cdc_tool.Outcome] = {}
+    with (
+        pytds.connect(
+            emulator.host, port=emulator.port, user="sa", password=emulator.password,
+            autocommit=True,
+        ) as conn,
+        conn.cursor() as cur,
+    ):  # fmt: skip
+        for statement in scenario.statements:
+            outcome = outcomes[statement.name] = cdc_tool.Outcome()
+            try:
+                params = tuple(_bind(p) for p in statement.params) or None
+                cur.execute(cdc_tool.markers(statement.sql, "format"), params)
+                while True:
+                    if cur.description:
+                        outcome.results.append([tuple(r) for r in cur.fetchall()])
+                    if not cur.nextset():
+                        break
+            except pytds.Error as exc:
+                outcome.error = getattr(exc, "msg_no", None)
+    return outcomes
+
+
+def test_the_statements_of_a_cdc_tool(emulator):
+    scenario = cdc_tool.prepare(emulator)
+    bad = cdc_tool.check(scenario, run_statements(emulator, scenario))
+    assert not bad, "\n".join(bad)

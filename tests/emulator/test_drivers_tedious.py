@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+import cdc_tool
 import golden
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +46,7 @@ def tedious_dir() -> Path:
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("needs Node.js and npm")
     BUILD.mkdir(parents=True, exist_ok=True)
-    for name in ("package.json", "package-lock.json", "golden.js"):
+    for name in ("package.json", "package-lock.json", "golden.js", "statements.js"):
         shutil.copy2(PROJECT / name, BUILD / name)
     marker = BUILD / "node_modules" / ".package-lock.json"
     lock = PROJECT / "package-lock.json"
@@ -181,3 +182,63 @@ def test_strict_tds8(sql_server, tedious_dir, tmp_path):
         pytest.skip("needs the emulator's CA")
     ca = str(sql_server.emulator.write_ca(tmp_path / "ca.pem"))
     check(run_golden(tedious_dir, sql_server, encrypt="strict", ca=ca), sql_server)
+
+
+def _value(item: dict[str, object]) -> object:
+    """A value as statements.js printed it, as plain Python (tedious's number is a JS double:
+    integers and decimals come back from its text)."""
+    kind, value = item["kind"], item["value"]
+    if kind == "null":
+        return None
+    if kind == "buffer":
+        return bytes.fromhex(str(value))
+    if kind == "boolean":
+        return value == "true"
+    if kind == "number":
+        text = str(value)
+        if item["type"] == "Decimal" or item["type"] == "Numeric":
+            return Decimal(text)
+        return int(text) if _is_int(text) else float(text)
+    return value
+
+
+def run_statements(folder: Path, emulator, scenario) -> dict[str, cdc_tool.Outcome]:
+    """Each statement through tedious: with parameters prepared (sp_prepare), executed twice
+    (sp_execute) and unprepared (sp_unprepare); without, as a batch."""
+    settings = {
+        "host": emulator.host,
+        "port": emulator.port,
+        "database": "master",
+        "user": "sa",
+        "password": emulator.password,
+    }
+    statements = [
+        {
+            "sql": cdc_tool.markers(s.sql, "named"),
+            "params": [
+                {"type": p.type, "value": p.value.hex() if isinstance(p.value, bytes) else p.value}
+                for p in s.params
+            ],
+        }
+        for s in scenario.statements
+    ]
+    proc = subprocess.run(
+        ["node", str(folder / "statements.js"), json.dumps(settings)],
+        input=json.dumps(statements).encode("utf-8"),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")[-3000:]
+    printed = json.loads(proc.stdout.decode("utf-8"))
+    outcomes = {}
+    for statement, got in zip(scenario.statements, printed, strict=True):
+        results = [[tuple(_value(v) for v in row) for row in rows] for rows in got["results"]]
+        outcomes[statement.name] = cdc_tool.Outcome(results, got["error"])
+    return outcomes
+
+
+def test_the_statements_of_a_cdc_tool(emulator, tedious_dir):
+    scenario = cdc_tool.prepare(emulator)
+    bad = cdc_tool.check(scenario, run_statements(tedious_dir, emulator, scenario))
+    assert not bad, "\n".join(bad)

@@ -579,6 +579,7 @@ SHAPES = [
 @pytest.fixture(scope="module")
 def server():
     """One emulator for the module: a captured table with changes scanned, a DDL change."""
+
     class Target:
         pass
 

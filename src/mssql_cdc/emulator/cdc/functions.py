@@ -86,7 +86,11 @@ def _lsn(value: object) -> bytes | None:
         return None
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
-    raise SqlError(206, "Operand type clash: the argument is not binary(10)")
+    raise SqlError(
+        257,
+        "Implicit conversion from data type nvarchar to binary is not allowed. Use the CONVERT "
+        "function to run this query.",
+    )
 
 
 def change_function(

@@ -15,7 +15,24 @@ from sqlglot.parsers.tsql import TSQLParser
 __all__ = ["OWN_FUNCTIONS", "EmulatorTSQL"]
 
 #: functions whose sqlglot translation the emulator does not use
-OWN_FUNCTIONS = frozenset({"SYSDATETIME", "DATEPART", "DATEADD", "DATEDIFF", "DATEDIFF_BIG"})
+OWN_FUNCTIONS = frozenset(
+    {
+        "SYSDATETIME",
+        "DATEPART",
+        "DATEADD",
+        "DATEDIFF",
+        "DATEDIFF_BIG",
+        "LEN",
+        "LEFT",
+        "RIGHT",
+        "CHARINDEX",
+        "DAY",
+        "MONTH",
+        "YEAR",
+        "SUBSTRING",
+        "REPLACE",
+    }
+)
 
 
 class _Parser(TSQLParser):

@@ -577,8 +577,8 @@ class Executor:
         if isinstance(proj, exp.Alias):
             name = proj.alias
             node = proj.this
-        while isinstance(node, exp.Paren):
-            node = node.this
+        while isinstance(node, exp.Paren) and "sqltype" not in node.meta:
+            node = node.this  # a parenthesized expression typed inside
         if isinstance(node, exp.Column):
             name = name or node.name
             col = self._column_def(node, scope)

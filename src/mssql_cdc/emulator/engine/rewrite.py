@@ -34,7 +34,7 @@ from mssql_cdc.emulator.core.literals import (
     temporal_text,
     typed_literal,
 )
-from mssql_cdc.emulator.engine import clr, datefuncs
+from mssql_cdc.emulator.engine import builtins, clr, datefuncs
 from mssql_cdc.emulator.engine.metadata import (
     DATABASE_ID,
     Metadata,
@@ -53,6 +53,7 @@ from mssql_cdc.emulator.protocol.types import (
     from_datatype,
     pack_variant,
     scalar,
+    unpack_variant,
 )
 
 if TYPE_CHECKING:
@@ -156,7 +157,11 @@ def _lsn_arg(value: object) -> bytes | None:
         return None
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
-    raise SqlError(206, "Operand type clash: the argument is not binary(10)")
+    raise SqlError(
+        257,
+        "Implicit conversion from data type nvarchar to binary is not allowed. Use the CONVERT "
+        "function to run this query.",
+    )
 
 
 class Rewriter:
@@ -240,7 +245,7 @@ class Rewriter:
 
     # --- per node ---
 
-    def _node(self, node: exp.Expression) -> exp.Expression:  # noqa: PLR0911, PLR0912 (a dispatch over kinds)
+    def _node(self, node: exp.Expression) -> exp.Expression:  # noqa: PLR0911, PLR0912, PLR0915 (a dispatch over kinds)
         if isinstance(node, exp.Parameter):
             return self._parameter(node)
         if isinstance(node, exp.Column) and "sqltype" not in node.meta:
@@ -282,11 +287,17 @@ class Rewriter:
             handler = self.functions.get(upper)
             if handler is not None:
                 return handler(list(node.expressions))
+            if upper in _STRING_FUNCTIONS:
+                return builtins.string_function(upper, list(node.expressions), self._type_of)
+            if upper in ("DAY", "MONTH", "YEAR"):  # "DAY (Transact-SQL)": DATEPART(day, d)
+                return self._datepart([exp.var(upper.lower()), *node.expressions])
+            if isinstance(node.parent, (exp.Dot, exp.ScopeResolution, exp.Table)):
+                return node  # a CLR method or a table-valued function: handled by the parent
             if upper.startswith("FN_CDC_") and not upper.startswith(
                 ("FN_CDC_GET_ALL_CHANGES_", "FN_CDC_GET_NET_CHANGES_")
             ):
                 raise unsupported(node.name)
-            return node
+            raise SqlError(195, f"'{node.name}' is not a recognized built-in function name.")
         if isinstance(node, exp.Neg):
             inner_type = node.this.meta.get("sqltype")
             if isinstance(inner_type, SqlType) and not inner_type.is_string:
@@ -294,8 +305,8 @@ class Rewriter:
             return node
         if isinstance(node, (exp.Div, exp.Mod)):
             return self._divide(node)
-        if isinstance(node, (exp.GT, exp.GTE, exp.LT, exp.LTE)):
-            return self._guid_comparison(node)
+        if isinstance(node, (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)):
+            return self._comparison(node)
         if isinstance(node, exp.Ordered) and self._is_guid(node.this):
             node.set("this", guid_order_key(node.this))
             return node
@@ -323,7 +334,14 @@ class Rewriter:
                 self.ctx.db, self.ctx.user, node.db, node.name, node.alias_or_name, self.ctx.spid
             )
             return view if view is not None else node
+        if isinstance(node, (exp.Func, exp.Window)):  # COUNT, SUM, ISNULL...: typed, or 40517
+            return builtins.annotate(node, self._type_of)
         return node
+
+    def _type_of(self, node: exp.Expression) -> SqlType | None:
+        """The SQL Server type of an expression the rewriter has seen (None: not known)."""
+        t = node.meta.get("sqltype") or self._column_type(node)
+        return t if isinstance(t, SqlType) else None
 
     def _parameter(self, node: exp.Parameter) -> exp.Expression:
         inner = node.this
@@ -521,11 +539,23 @@ class Rewriter:
         t = node.meta.get("sqltype") or self._column_type(node)
         return isinstance(t, SqlType) and t.name == "uniqueidentifier"
 
-    def _guid_comparison(self, node: exp.Expression) -> exp.Expression:
+    def _comparison(self, node: exp.Expression) -> exp.Expression:
         """``<``, ``<=``, ``>``, ``>=`` of ``uniqueidentifier`` values compare in SQL Server's
-        order (:func:`guid_order_key`); ``=`` and ``<>`` need no key."""
+        order (:func:`guid_order_key`); ``=`` and ``<>`` need no key. Character strings
+        compare without their trailing spaces ("How SQL Server compares strings with trailing
+        spaces": ``'a' = 'a '``)."""
         left, right = node.this, node.expression
-        if not (self._is_guid(left) or self._is_guid(right)):
+        if isinstance(node.parent, (exp.Update, exp.Set, exp.SetItem, exp.Execute)):
+            return node  # an assignment (UPDATE ... SET c = v, EXEC p @a = v), not a comparison
+        lt, rt = self._type_of(left), self._type_of(right)
+        if (lt is not None and lt.is_string and not lt.is_long) and (
+            rt is not None and rt.is_string and not rt.is_long
+        ):
+            for side, value in (("this", left), ("expression", right)):
+                trimmed = exp.Anonymous(this="rtrim", expressions=[value, exp.Literal.string(" ")])
+                node.set(side, trimmed)
+            return node
+        if isinstance(node, (exp.EQ, exp.NEQ)) or not (self._is_guid(left) or self._is_guid(right)):
             return node
         node.set("this", guid_order_key(left))
         node.set("expression", guid_order_key(right))
@@ -857,6 +887,19 @@ class Rewriter:
         inner_type_: SqlType | None = inner.meta.get("sqltype")
         if t.name == "sql_variant":  # tds-types work
             return self._variant(inner, t)
+        if inner_type_ is not None and inner_type_.name == "sql_variant":
+            # CAST(sql_variant AS t): the base value converts ("sql_variant (Transact-SQL)")
+            held, packed = constant(inner)
+            if not held:
+                raise unsupported(f"CAST of a sql_variant expression to {t.sql()}")
+            if packed is None:
+                return typed_literal(t, None)
+            base, base_value = unpack_variant(packed)
+            node.set(
+                "expression" if isinstance(node, exp.Convert) else "this",
+                typed_literal(base, base_value),
+            )
+            return self._cast(node)
         if t.is_string and inner_type_ is not None and inner_type_.collation:  # tds-types work
             t = replace(t, collation=inner_type_.collation)
         style_node = node.args.get("style")
@@ -912,6 +955,21 @@ class Rewriter:
                     this="left", expressions=[hexed, exp.Literal.number(t.length)]
                 )
             return _untag(hexed, t)
+        if t.is_string and style in (None, 0) and inner_type is not None and inner_type.is_binary:
+            # binary to character, style 0: the bytes as characters of the target's code page
+            # (UTF-16LE for the N types), cut to the target's length ("CAST and CONVERT")
+            if not ok:
+                raise unsupported(f"CAST of a {inner_type.name} expression to {t.sql()}")
+            if value is None:
+                return typed_literal(t, None)
+            data = bytes(value)  # type: ignore[call-overload]
+            wide = t.name in ("nchar", "nvarchar", "ntext")
+            text = (
+                data.decode("utf-16-le", errors="surrogatepass")
+                if wide
+                else data.decode(t.coll.codec, errors="replace")
+            )
+            return typed_literal(t, text if t.length == MAX else text[: t.length])
         if ok and isinstance(value, str) and t.is_binary and style in (None, 0):
             # a string's bytes: UTF-16LE for the N types, else the collation's code page
             # ("CAST and CONVERT (Transact-SQL)": character to binary keeps the bytes)
@@ -1099,6 +1157,9 @@ def _pad_node(node: exp.Expression, t: SqlType) -> exp.Expression:
             this="rpad", expressions=[node, exp.Literal.number(t.length), exp.Literal.string(" ")]
         )
     return node
+
+
+_STRING_FUNCTIONS = frozenset({"LEN", "CHARINDEX", "REPLACE", "SUBSTRING", "LEFT", "RIGHT"})
 
 
 def _is_sys_qualifier(node: object) -> bool:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from duckdb import func, sqltypes
 
 from mssql_cdc._native import Lsn
-from mssql_cdc.emulator.engine import datefuncs
+from mssql_cdc.emulator.engine import builtins, datefuncs
 from mssql_cdc.emulator.engine.metadata import Metadata, quotename
 
 if TYPE_CHECKING:
@@ -84,6 +84,7 @@ def register(db: Database) -> None:
         ("LSN_STEP", _lsn_step, [blob, integer], blob),
     ]
     datefuncs.register(db.engine)
+    builtins.register(db.engine)
     for key, function, params, result in functions:
         db.engine.create_function(
             NAMES[key],

@@ -55,7 +55,7 @@ public final class Golden {
         System.out.flush();
     }
 
-    private static String text(Object value) {
+    static String text(Object value) {
         if (value instanceof byte[] bytes) {
             StringBuilder hex = new StringBuilder();
             for (byte b : bytes) {
@@ -86,7 +86,7 @@ public final class Golden {
         return value.toString();
     }
 
-    private static String quote(String s) {
+    static String quote(String s) {
         StringBuilder b = new StringBuilder("\"");
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
@@ -101,7 +101,7 @@ public final class Golden {
         return b.append('"').toString();
     }
 
-    private static byte[] readAll(InputStream in) throws IOException {
+    static byte[] readAll(InputStream in) throws IOException {
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
         in.transferTo(buf);
         return buf.toByteArray();
