@@ -76,6 +76,18 @@ _EMPTY_BINARY = "__mssql_cdc_empty_binary__"
 _DENY = re.compile(r"(^|;)(\s*)DENY\s+", re.IGNORECASE)
 
 
+class _NoStatementEcho(logging.Filter):
+    """Drops sqlglot's WARNING "'<statement>' contains unsupported syntax. Falling back to
+    parsing as a 'Command'": the emulator runs such statements itself, and their text may hold
+    a password (``CREATE LOGIN ... WITH PASSWORD = ...``), which no log may show."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "contains unsupported syntax" not in record.getMessage()
+
+
+logging.getLogger("sqlglot").addFilter(_NoStatementEcho())
+
+
 def _parse(sql: str) -> list[exp.Expression]:
     text = _ISOLATION.sub(lambda m: f"SET __isolation_level = '{m.group(1).upper()}'", sql)
     text = spell_types(text)  # tds-types work: ntext survives sqlglot's parser
