@@ -56,7 +56,7 @@ def fill(emu: Any, rows: int, *, rows_per_commit: int | None = None) -> int:
     cur.execute(
         'INSERT INTO cdc."lsn_time_mapping" SELECT lsn, '
         "TIMESTAMP '2024-01-01 00:00:00' + n * INTERVAL 1 MILLISECOND, "
-        "TIMESTAMP '2024-01-01 00:00:00' + n * INTERVAL 1 MILLISECOND, '\\x01'::BLOB, lsn "
+        "TIMESTAMP '2024-01-01 00:00:00' + n * INTERVAL 1 MILLISECOND, '\\x01'::BLOB "
         "FROM bench_commits"
     )
     cur.execute("DROP TABLE bench_commits")
