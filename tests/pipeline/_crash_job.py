@@ -89,8 +89,9 @@ def main(job_file: str) -> int:
         crash("read")  # a new bronze table's first batch is not counted first (ADR 0157)
         return real_write(self, spark, df, batch_id, observe=observe)
 
-    def append(self, df, app_id, version, metadata, *, merge_schema):
-        real_append(self, df, app_id, version, metadata, merge_schema=merge_schema)
+    def append(self, df, txn, metadata=None, *, merge_schema=False):
+        real_append(self, df, txn, metadata, merge_schema=merge_schema)
+        app_id, version = txn if txn is not None else (None, None)
         if app_id == job["app_id"]:
             crash("bronze")
         elif app_id == job["app_id"] + "#facts":

@@ -17,13 +17,7 @@ from mssql_cdc.pipeline.generations import (
     read_state,
     write_state,
 )
-from mssql_cdc.sink.app_ids import (
-    events_app_id,
-    generation_app_id,
-    of_stream,
-    resnapshot_version,
-    stream_app_id,
-)
+from mssql_cdc.sink.ledger import ids
 
 
 def test_state_round_trip_and_absent_file_is_generation_zero(tmp_path):
@@ -55,15 +49,15 @@ def test_uri_checkpoints_are_generation_zero():
 def test_names_of_a_generation(tmp_path):
     assert generation_checkpoint("/cp", 0) == "/cp"
     assert generation_checkpoint("/cp", 3) == "/cp/_generations/3"
-    assert generation_app_id("orders", 0) == "orders"
-    assert generation_app_id("orders", 2) == "orders.g2"
-    assert (events_app_id("orders"), resnapshot_version(2)) == ("orders#events", 2)
+    assert ids.sink_id("orders", 0) == "orders"
+    assert ids.sink_id("orders", 2) == "orders.g2"
+    assert ids.resnapshot("orders", 2) == ("orders#events", 2)
     with pytest.raises(ValueError, match="generation 1 or later"):
-        resnapshot_version(0)
-    assert stream_app_id("orders.g2", 2) == "orders"
-    assert stream_app_id("orders.g2", 0) == "orders.g2"  # a stream named so, generation 0
+        ids.resnapshot("orders", 0)
+    assert ids.stream_of("orders.g2", 2) == "orders"
+    assert ids.stream_of("orders.g2", 0) == "orders.g2"  # a stream named so, generation 0
     assert [
-        of_stream("orders", s) for s in ("orders", "orders.g12", "orders.g", "orders.g\u0662")
+        ids.belongs("orders", s) for s in ("orders", "orders.g12", "orders.g", "orders.g\u0662")
     ] == [
         True,
         True,

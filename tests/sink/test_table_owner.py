@@ -91,22 +91,22 @@ def test_the_scan_finds_what_it_forbids():
     assert any("calls .delta_table" in v for v in _violations(bad))
     local_rows = PACKAGE / "sink" / "local_rows.py"
     assert any("calls .createDataFrame" in v for v in _violations(local_rows))
-    app_ids = PACKAGE / "sink" / "app_ids.py"
-    assert any("'#events'" in v for v in _violations(app_ids))
+    ids = PACKAGE / "sink" / "ledger" / "ids.py"
+    assert any("'#events'" in v for v in _violations(ids))
 
 
 def test_every_txn_app_id_is_named_in_one_module():
-    assert (sink.bronze_app_id("a"), sink.facts_app_id("a"), sink.events_app_id("a")) == (
+    assert (sink.ids.bronze_id("a"), sink.ids.facts_id("a"), sink.ids.events_id("a")) == (
         "a",
         "a#facts",
         "a#events",
     )
     named = [
-        p.name
-        for p in (PACKAGE / "sink").glob("*.py")
+        str(p.relative_to(PACKAGE / "sink"))
+        for p in (PACKAGE / "sink").rglob("*.py")
         if any("'#facts'" in v or "'#events'" in v for v in _violations(p))
     ]
-    assert named == ["app_ids.py"]
+    assert named == ["ledger/ids.py"]
 
 
 def test_every_table_kind_is_declared_once_with_its_schema_version():

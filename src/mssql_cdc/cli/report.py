@@ -100,8 +100,9 @@ def read_facts(spark: SparkSession, facts_table: str, hours: float | None = None
 
 def _stream_of(app_id: str) -> str:
     """A re-snapshot's rows carry ``<app_id>.g<n>``: drawn with the stream they belong to."""
-    head, dot, tail = app_id.rpartition(".g")
-    return head if dot and tail.isdigit() else app_id
+    from mssql_cdc.sink import ids
+
+    return ids.stream_of_sink(app_id)
 
 
 def stream_series(facts: pa.Table) -> list[StreamSeries]:

@@ -57,11 +57,10 @@ from mssql_cdc.sink import (
     bootstrap_lsn,
     chunk_rows,
     chunked_snapshot,
+    ids,
     newest_headroom,
     newest_snapshot_event,
     newest_snapshot_opened,
-    of_stream,
-    snapshot_chunks_app_id,
     snapshot_txn_version,
     utc_now,
     write_bootstrap,
@@ -321,7 +320,7 @@ def _repair(
     """Writes the facts rows of chunks bronze holds but the facts lack (a crash between a
     wave's append and its facts commit)."""
     landed = snapshot_txn_version(
-        run.spark, run.target, snapshot_chunks_app_id(run.app_id, snap.snapshot_lsn)
+        run.spark, run.target, ids.chunk_wave_id(run.app_id, snap.snapshot_lsn)
     )
     missing = [n for n in range(landed + 1) if n not in chunks]
     if not missing:
@@ -430,7 +429,7 @@ def _read_wave(
     options["snapshotLsn"] = stamp
     options["snapshotChunks"] = json.dumps([[n, *plan["chunks"][n]] for n in numbers])
     df = run.spark.read.format("mssql_cdc_snapshot").options(**options).load()
-    txn = (snapshot_chunks_app_id(run.app_id, snap.snapshot_lsn), numbers[-1])
+    txn = ids.chunk_wave(run.app_id, snap.snapshot_lsn, numbers[-1])
     if crash_point is not None:
         crash_point("before_append", numbers[-1])
     write_chunks(
@@ -485,7 +484,7 @@ def _close(run: _Run, snap: ChunkedSnapshot, chunks: dict[int, ChunkFact]) -> No
         write_resnapshot(
             run.spark,
             run.facts,
-            app_id=snap.app_id.removesuffix(f".g{snap.generation}"),
+            app_id=ids.stream_of(snap.app_id, snap.generation),
             generation=snap.generation,
             sink_id=snap.app_id,
             target=run.target,
@@ -527,7 +526,7 @@ def _refuse_open_full(run: _Run) -> None:
     open (a ``snapshot_open`` row of mode ``full`` that no ``bootstrap``/``resnapshot`` row has
     reached: a ``to_delta`` bootstrap or re-snapshot interrupted while it read the table)."""
     opened = newest_snapshot_opened(run.spark, run.facts, run.target)
-    if opened is None or opened.mode != "full" or not of_stream(run.app_id, opened.app_id):
+    if opened is None or opened.mode != "full" or not ids.belongs(run.app_id, opened.app_id):
         return
     closed = newest_snapshot_event(run.spark, run.facts, run.target)
     if closed is not None and closed[0] >= opened.lsn:

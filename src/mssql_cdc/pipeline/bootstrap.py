@@ -34,11 +34,10 @@ from mssql_cdc._native import Lsn
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.pipeline.snapshots import SnapshotKind, take_snapshot
 from mssql_cdc.sink import (
-    BOOTSTRAP_VERSION,
     TableRef,
     bootstrap_lsn,
-    events_app_id,
     find_snapshot,
+    ids,
     snapshot_rows,
     write_bootstrap,
 )
@@ -115,7 +114,7 @@ def _take(
         target=target,
         app_id=app_id,
         facts=facts,
-        txn=(events_app_id(app_id), BOOTSTRAP_VERSION),
+        txn=ids.bootstrap(app_id),
         kind=SnapshotKind("bootstrap"),
     )
     if facts is not None:

@@ -18,10 +18,9 @@ from mssql_cdc._native import Lsn
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.pipeline.snapshots import SnapshotKind, offset_of, take_snapshot
 from mssql_cdc.sink import (
-    MANUAL_SNAPSHOT_APP_ID,
     TableRef,
-    events_app_id,
     find_snapshot,
+    ids,
     snapshot_rows,
     snapshot_txn_version,
 )
@@ -47,7 +46,7 @@ def take_manual_snapshot(
     resnapshot: bool,
 ) -> Offset:
     """See the module doc; ``facts`` is checked by the caller (it needs ``app_id``)."""
-    owner = app_id if app_id is not None else MANUAL_SNAPSHOT_APP_ID
+    owner = ids.owner(app_id)
     if not resnapshot:
         found, _ = find_snapshot(
             spark,
@@ -64,8 +63,7 @@ def take_manual_snapshot(
                 found,
             )
             return offset_of(found, snapshot_rows(spark, target, found)[1])
-    txn_app = events_app_id(app_id) if app_id is not None else MANUAL_SNAPSHOT_APP_ID
-    version = snapshot_txn_version(spark, target, txn_app) + 1
+    txn = ids.next_owned(app_id, snapshot_txn_version(spark, target, ids.owned_id(app_id)))
     taken = take_snapshot(
         spark,
         raw,
@@ -74,7 +72,7 @@ def take_manual_snapshot(
         target=target,
         app_id=owner,
         facts=None,
-        txn=(txn_app, version),
+        txn=txn,
         kind=SnapshotKind("bootstrap", extra={"manual": True}, label="snapshot"),
     )
     return offset_of(taken.lsn, taken.commit_ts)

@@ -51,13 +51,10 @@ from mssql_cdc.sink import (
     TableRef,
     bootstrap_lsn,
     chunked_snapshot,
-    events_app_id,
-    generation_app_id,
+    ids,
     last_batch,
-    of_stream,
     open_chunked_snapshots,
     parse_utc,
-    resnapshot_version,
     snapshot_rows,
     snapshot_txn_version,
     utc_now,
@@ -100,7 +97,7 @@ def _generation(state: GenerationState, checkpoint: str, app_id: str) -> Generat
     n = state.generation
     return Generation(
         n,
-        generation_app_id(app_id, n),
+        ids.sink_id(app_id, n),
         generation_checkpoint(checkpoint, n),
         state.snapshot_lsn if n > 0 else None,
     )
@@ -201,7 +198,9 @@ def recover(
 
         what = "on_data_loss='resnapshot' with snapshot='full'"
         refuse_open_chunked(spark, facts, app_id, target, what)
-    number = max(state.generation, snapshot_txn_version(spark, target, events_app_id(app_id))) + 1
+    number = ids.next_generation(
+        state.generation, snapshot_txn_version(spark, target, ids.events_id(app_id))
+    )
     recovering = Recovering(number, point[0], from_ts, format_utc(loss.lost_to_ts))
     write_state(checkpoint, state.but(recovering=recovering))
     log.warning(
@@ -215,7 +214,7 @@ def recover(
         loss.min_lsn,
         target.text,
         number,
-        generation_app_id(app_id, number),
+        ids.sink_id(app_id, number),
     )
     return _resume(stream, state.but(recovering=recovering), recovering)
 
@@ -252,7 +251,7 @@ def _open_chunked(stream: _Stream, state: GenerationState, recovering: Recoverin
         others = [
             s
             for s in open_chunked_snapshots(spark, facts, target)
-            if not of_stream(app_id, s.app_id)
+            if not ids.belongs(app_id, s.app_id)
         ]
         if others:
             other = others[0]
@@ -267,7 +266,7 @@ def _open_chunked(stream: _Stream, state: GenerationState, recovering: Recoverin
         write_chunked_open(
             spark,
             facts,
-            app_id=generation_app_id(app_id, number),
+            app_id=ids.sink_id(app_id, number),
             snapshot_lsn=str(position.lsn),
             commit_ts=position.commit_ts,
             target=target,
@@ -286,7 +285,7 @@ def _open_chunked(stream: _Stream, state: GenerationState, recovering: Recoverin
             reused = (str(position.lsn), position.commit_ts)
     lsn, commit_ts = reused
     done = _record_done(stream, state, number, lsn, commit_ts)
-    sink_id = generation_app_id(app_id, number)
+    sink_id = ids.sink_id(app_id, number)
     log.info(
         "%s: chunked re-snapshot of %s opened at %s: generation %d (%s) starts there now; call "
         "backfill(target, app_id=%r, facts_table=...) until it returns 'done' to read the table",
@@ -340,7 +339,7 @@ def _reusable(stream: _Stream, recovering: Recovering) -> bool:
     """Whether the recovery's snapshot is in bronze already and still a start."""
     if recovering.snapshot_lsn is None:
         return False
-    appended = snapshot_txn_version(stream.spark, stream.target, events_app_id(stream.app_id))
+    appended = snapshot_txn_version(stream.spark, stream.target, ids.events_id(stream.app_id))
     if appended < recovering.generation:
         return False
     return find_loss(stream.options, Lsn.parse(recovering.snapshot_lsn)) is None
@@ -356,8 +355,8 @@ def _finish(stream: _Stream, state: GenerationState, recovering: Recovering) -> 
         started_at, duration_ms = None, None
         log.info("%s: reusing the re-snapshot at %s already in %s", app_id, lsn, target.text)
     else:
-        appended = snapshot_txn_version(spark, target, events_app_id(app_id))
-        number = max(recovering.generation, appended + 1)
+        appended = snapshot_txn_version(spark, target, ids.events_id(app_id))
+        number = ids.resnapshot_generation(recovering.generation, appended)
         position, recovering = _record_position(stream, state, recovering, number)
         taken = take_snapshot(
             spark,
@@ -365,9 +364,9 @@ def _finish(stream: _Stream, state: GenerationState, recovering: Recovering) -> 
             stream.options,
             position,
             target=target,
-            app_id=generation_app_id(app_id, number),
+            app_id=ids.sink_id(app_id, number),
             facts=stream.facts,
-            txn=(events_app_id(app_id), resnapshot_version(number)),
+            txn=ids.resnapshot(app_id, number),
             kind=SnapshotKind("resnapshot", number, lost_from, lost_to),
         )
         lsn, commit_ts, rows = taken.lsn, taken.commit_ts, taken.rows
@@ -382,7 +381,7 @@ def _finish(stream: _Stream, state: GenerationState, recovering: Recovering) -> 
                 "resnapshot_interval_days=0"
             )
     number = recovering.generation
-    sink_id = generation_app_id(app_id, number)
+    sink_id = ids.sink_id(app_id, number)
     write_resnapshot(
         spark,
         stream.facts,

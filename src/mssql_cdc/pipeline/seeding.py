@@ -23,10 +23,9 @@ from mssql_cdc.errors import DataLossError
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.pipeline.snapshots import offset_of, read_options
 from mssql_cdc.sink import (
-    MANUAL_SNAPSHOT_APP_ID,
     TableRef,
     bootstrap_lsn,
-    events_app_id,
+    ids,
     newest_whole_snapshot,
     snapshot_rows,
     snapshot_txn_version,
@@ -177,8 +176,7 @@ def seed(
     ci = options.capture_instance
     log.info("seed of %s into %s started: copy as of %s", ci, target.text, lsn)
     started_at, clock = utc_now(), time.monotonic()
-    txn_app = events_app_id(app_id) if app_id is not None else MANUAL_SNAPSHOT_APP_ID
-    version = snapshot_txn_version(spark, target, txn_app) + 1
+    txn = ids.next_owned(app_id, snapshot_txn_version(spark, target, ids.owned_id(app_id)))
     write_snapshot(
         spark,
         target,
@@ -193,8 +191,7 @@ def seed(
         app_id=app_id or "",
         snapshot_lsn=lsn,
         capture_instance=ci,
-        version=version,
-        txn_app_id=txn_app,
+        txn=txn,
         extra={"seed": ci},
     )
     duration_ms = round((time.monotonic() - clock) * 1000)

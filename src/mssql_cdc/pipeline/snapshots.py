@@ -4,7 +4,7 @@ and a re-snapshot share (docs/bootstrap.md).
 Runs on the driver, in the calling Python process: the snapshot LSN is recorded before the
 read, a ``snapshot_open`` facts row is written first (with a facts table), the table is read
 through ``format("mssql_cdc_snapshot")`` stamped with that LSN and appended in one commit whose
-``(txnAppId, txnVersion)`` the caller names (``mssql_cdc.sink.app_ids``), so a rerun after a
+transaction the caller names (``mssql_cdc.sink.ledger.ids``), so a rerun after a
 crash cannot append it twice. Start and end are logged at INFO under ``mssql_cdc.pipeline``
 (rows, seconds). The caller writes the closing facts row (``bootstrap`` or ``resnapshot``).
 :func:`newest_snapshot` answers where a downstream table rebuilds from.
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.sink import (
     TableRef,
+    Txn,
     newest_snapshot_event,
     newest_whole_snapshot,
     snapshot_rows,
@@ -100,7 +101,7 @@ def take_snapshot(
     target: TableRef,
     app_id: str,
     facts: TableRef | None,
-    txn: tuple[str, int],
+    txn: Txn,
     kind: SnapshotKind,
 ) -> Taken:
     """Reads the table at ``position`` and appends it to ``target`` once per ``txn``.
@@ -108,7 +109,7 @@ def take_snapshot(
     Args:
         app_id: the stream's sink id written in the facts rows and the commit's metadata.
         facts: the facts table for the ``snapshot_open`` row, or ``None``.
-        txn: the append's ``(txnAppId, txnVersion)``.
+        txn: the append's transaction (``sink.ledger.ids``).
     """
     lsn = str(position.lsn)
     label = kind.label or kind.event
@@ -142,8 +143,7 @@ def take_snapshot(
         snapshot_lsn=lsn,
         capture_instance=options.capture_instance,
         event=kind.event,
-        version=txn[1],
-        txn_app_id=txn[0],
+        txn=txn,
         extra={"generation": kind.generation, **kind.extra},
     )
     rows, _ = snapshot_rows(spark, target, lsn)

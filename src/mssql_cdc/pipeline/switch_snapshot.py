@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.pipeline.snapshots import SnapshotKind, take_snapshot
-from mssql_cdc.sink import DeltaSink, snapshot_txn_version, switch_app_id
+from mssql_cdc.sink import DeltaSink, ids, snapshot_txn_version
 from mssql_cdc.source import snapshot_position
 
 if TYPE_CHECKING:
@@ -67,8 +67,8 @@ class SwitchSnapshotSink:
     def _snapshot(self, df: DataFrame, batch_id: int, event: dict[str, object]) -> None:
         spark = df.sparkSession
         sink = self.sink
-        txn = (switch_app_id(sink.app_id), batch_id)
-        if snapshot_txn_version(spark, sink.target, txn[0]) >= batch_id:
+        txn = ids.switch(sink.app_id, batch_id)
+        if snapshot_txn_version(spark, sink.target, txn.app_id) >= batch_id:
             log.info(
                 "%s: the snapshot after micro-batch %d's capture-instance switch is already in "
                 "%s (replay)",

@@ -4,7 +4,7 @@ This package is the sole owner of the tables: bronze (``bronze``), facts (``fact
 ``facts_table``), the finalization control table (``control``, silver positions too), silver
 (declared here, written by ``mssql_cdc.silver``), each declared once in
 ``schemas`` (columns, types, comments, schema version) and created by ``tables.ensure_table``;
-every ``txnAppId`` is named in ``app_ids``. Orchestration (``mssql_cdc.pipeline``,
+every ``txnAppId`` is named in ``ledger.ids``. Orchestration (``mssql_cdc.pipeline``,
 ``mssql_cdc.finalization``, the command line) imports the names below and never touches a table
 itself.
 
@@ -14,20 +14,6 @@ written. See docs/sink.md.
 
 from __future__ import annotations
 
-from mssql_cdc.sink.app_ids import (
-    BOOTSTRAP_VERSION,
-    MANUAL_SNAPSHOT_APP_ID,
-    bronze_app_id,
-    events_app_id,
-    facts_app_id,
-    generation_app_id,
-    of_stream,
-    resnapshot_version,
-    snapshot_chunks_app_id,
-    snapshot_plan_app_id,
-    snapshots_app_id,
-    switch_app_id,
-)
 from mssql_cdc.sink.bronze import (
     change_history,
     chunk_rows,
@@ -75,6 +61,7 @@ from mssql_cdc.sink.facts_table import (
     write_snapshot_open,
 )
 from mssql_cdc.sink.identity import check_facts_not_target, check_one_target, sink_arguments
+from mssql_cdc.sink.ledger import ids
 from mssql_cdc.sink.reconcile_tables import (
     append_report,
     bronze_change_keys,
@@ -84,15 +71,13 @@ from mssql_cdc.sink.reconcile_tables import (
     silver_version,
 )
 from mssql_cdc.sink.schemas import BRONZE, CONTROL, FACTS, SILVER, SILVER_HISTORY, TableKind
-from mssql_cdc.sink.tables import TableRef, quote, same_table, table_ref
+from mssql_cdc.sink.tables import TableRef, Txn, quote, same_table, table_ref
 from mssql_cdc.sink.warmup import compute_state_ahead
 
 __all__ = [
-    "BOOTSTRAP_VERSION",
     "BRONZE",
     "CONTROL",
     "FACTS",
-    "MANUAL_SNAPSHOT_APP_ID",
     "SILVER",
     "SILVER_HISTORY",
     "ChunkFact",
@@ -102,10 +87,10 @@ __all__ = [
     "SnapshotEvents",
     "TableKind",
     "TableRef",
+    "Txn",
     "WarmState",
     "append_report",
     "bootstrap_lsn",
-    "bronze_app_id",
     "bronze_change_keys",
     "bronze_position",
     "change_history",
@@ -117,11 +102,9 @@ __all__ = [
     "delta_sink",
     "ensure_control_table",
     "ensure_facts_table",
-    "events_app_id",
-    "facts_app_id",
     "facts_history",
     "find_snapshot",
-    "generation_app_id",
+    "ids",
     "last_batch",
     "merge_silver_position",
     "merge_verdict",
@@ -129,7 +112,6 @@ __all__ = [
     "newest_snapshot_event",
     "newest_snapshot_opened",
     "newest_whole_snapshot",
-    "of_stream",
     "open_chunked_snapshots",
     "parse_utc",
     "quote",
@@ -138,18 +120,13 @@ __all__ = [
     "read_verdict",
     "recent_events",
     "report_frame",
-    "resnapshot_version",
     "same_table",
     "silver_current_rows",
     "silver_version",
     "sink_arguments",
-    "snapshot_chunks_app_id",
-    "snapshot_plan_app_id",
     "snapshot_rows",
     "snapshot_txn_version",
-    "snapshots_app_id",
     "stream_summaries",
-    "switch_app_id",
     "table_ref",
     "utc_now",
     "warm_state_for",

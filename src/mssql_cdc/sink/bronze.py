@@ -7,7 +7,7 @@ Two kinds of commit append to it, both through :func:`append_bronze`: a micro-ba
 :func:`batch_metadata`; tables written before ADR 0090 also hold the batch's counts there) and a
 snapshot (``<app_id>#events``; version 0 and ``{"event": "bootstrap", ...}`` for the bootstrap
 snapshot or a seed, the generation and ``{"event": "resnapshot", ...}`` for a re-snapshot), the
-ids named in ``app_ids``. The readers answer what the bootstrap and ``mssql-cdc verify`` ask.
+ids named in ``ledger.ids``. The readers answer what the bootstrap and ``mssql-cdc verify`` ask.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mssql_cdc.errors import SchemaChangedError
-from mssql_cdc.sink.app_ids import BOOTSTRAP_VERSION, events_app_id
+from mssql_cdc.sink.ledger import ids
 from mssql_cdc.sink.schemas import BRONZE
 from mssql_cdc.sink.tables import (
     COLUMN_MAPPING_PROPERTIES,
     TableRef,
+    Txn,
     ensure_table,
     needs_column_mapping,
     table_ref,
@@ -83,7 +84,7 @@ def append_bronze(
     target: TableRef,
     out: DataFrame,
     *,
-    txn: tuple[str, int],
+    txn: Txn,
     metadata: str,
     seen: set[TableRef] | None = None,
 ) -> None:
@@ -91,14 +92,14 @@ def append_bronze(
     batch's columns and their comments; new columns are merged into the schema.
 
     Args:
-        txn: ``(txnAppId, txnVersion)`` (``app_ids``): Delta skips the commit when the version
-            is not above the one recorded for the app id.
+        txn: the commit's transaction (``ledger.ids``): Delta skips the commit when its
+            version is not above the one recorded for its app id.
         metadata: the commit's ``userMetadata``.
         seen: see ``tables.ensure_table``.
     """
     ensure_table(spark, target, BRONZE, out.schema, seen=seen)
     try:
-        target.append(out, txn[0], txn[1], metadata, merge_schema=True)
+        target.append(out, txn, metadata, merge_schema=True)
     except Exception as exc:
         text = str(exc)
         if any(mark in text for mark in _TYPE_CLASH):
@@ -152,15 +153,13 @@ def write_snapshot(
     snapshot_lsn: str,
     capture_instance: str,
     event: str = "bootstrap",
-    version: int = BOOTSTRAP_VERSION,
-    txn_app_id: str | None = None,
+    txn: Txn | None = None,
     extra: dict[str, object] | None = None,
 ) -> None:
     """Appends a snapshot's rows (operation 0, ``_snapshot`` = its LSN) in one commit, once
-    per ``(txnAppId, txnVersion)``: by default the bootstrap snapshot, ``<app_id>#events``
-    version 0; a re-snapshot passes ``event="resnapshot"`` and its generation as ``version``;
-    ``txn_app_id`` replaces ``<app_id>#events`` (a ``snapshot()`` without an app_id);
-    ``extra`` adds keys to the commit's ``userMetadata``."""
+    per ``txn``: by default the bootstrap snapshot's (``ledger.ids.bootstrap``); a
+    re-snapshot passes ``event="resnapshot"`` and its own; ``extra`` adds keys to the commit's
+    ``userMetadata``."""
     out = with_sink_columns(df, batch_id=None, snapshot=snapshot_lsn)
     meta: dict[str, object] = {
         "app_id": app_id,
@@ -173,7 +172,7 @@ def write_snapshot(
         spark,
         target,
         out,
-        txn=(txn_app_id or events_app_id(app_id), version),
+        txn=txn or ids.bootstrap(app_id),
         metadata=json.dumps(meta),
     )
 
@@ -186,12 +185,12 @@ def write_chunks(
     app_id: str,
     snapshot_lsn: str,
     capture_instance: str,
-    txn: tuple[str, int],
+    txn: Txn,
     chunks: Sequence[int],
 ) -> None:
     """Appends a wave of a chunked snapshot (rows carrying their ``_chunk``) in one commit,
-    ``_snapshot`` = the snapshot's LSN, once per ``txn`` (``app_ids.snapshot_chunks_app_id``,
-    the wave's last chunk number)."""
+    ``_snapshot`` = the snapshot's LSN, once per ``txn`` (``ledger.ids.chunk_wave``: the
+    wave's last chunk number)."""
     from pyspark.sql import functions as sf
 
     out = df.withColumn("_batch_id", sf.lit(None).cast("int")).withColumn(
@@ -305,7 +304,7 @@ def find_snapshot(
 
     if not target.exists(spark):
         return None, False
-    own = txn_version(spark, target, events_app_id(app_id))
+    own = txn_version(spark, target, ids.events_id(app_id))
     if own is not None and own >= 0:
         found = _max_snapshot(target.read(spark)) or _from_history(spark, target, app_id)
         if found is not None:

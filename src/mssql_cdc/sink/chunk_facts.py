@@ -2,7 +2,7 @@
 ``snapshot_plan`` and ``snapshot_chunk``, written and read back (docs/bootstrap.md#chunked-
 snapshots-and-backfill; ADR 0160).
 
-Runs on the driver. Every write carries its ``(txnAppId, txnVersion)`` from ``app_ids``, so a
+Runs on the driver. Every write carries its transaction from ``ledger.ids``, so a
 rerun after a crash never writes a row twice: the open once per generation, the plan once per
 snapshot, the chunk rows of a wave once (version: the wave's last chunk number, the version
 its bronze append carries too). :func:`chunked_snapshot` reads back everything a ``backfill()``
@@ -17,16 +17,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mssql_cdc.sink.app_ids import (
-    generations_regex,
-    of_stream,
-    snapshot_chunks_app_id,
-    snapshot_plan_app_id,
-    snapshots_app_id,
-    stream_app_id,
-)
 from mssql_cdc.sink.facts import snapshot_event_row, snapshot_open_row, utc_now
 from mssql_cdc.sink.facts_table import SnapshotOpen, append_facts
+from mssql_cdc.sink.ledger import ids
 from mssql_cdc.sink.tables import TableRef, same_table, table_ref
 
 if TYPE_CHECKING:
@@ -121,7 +114,7 @@ def write_chunked_open(
         extra={"keys": list(keys)},
     )
     meta = json.dumps({"app_id": app_id, "event": "snapshot_open", "snapshot_lsn": snapshot_lsn})
-    txn = (snapshots_app_id(stream_app_id or app_id), generation)
+    txn = ids.chunked_open(stream_app_id or app_id, generation)
     append_facts(spark, facts, [row], txn, meta)
 
 
@@ -151,7 +144,7 @@ def write_snapshot_plan(
         duration_ms=duration_ms,
     )
     meta = json.dumps({"app_id": app_id, "event": "snapshot_plan", "snapshot_lsn": snapshot_lsn})
-    append_facts(spark, facts, [row], (snapshot_plan_app_id(app_id, snapshot_lsn), 0), meta)
+    append_facts(spark, facts, [row], ids.chunk_plan(app_id, snapshot_lsn), meta)
 
 
 def write_snapshot_chunks(
@@ -198,7 +191,7 @@ def write_snapshot_chunks(
     ]
     version = max(c.chunk for c in chunks)
     meta = json.dumps({"app_id": app_id, "event": "snapshot_chunk", "snapshot_lsn": snapshot_lsn})
-    append_facts(spark, facts, rows, (snapshot_chunks_app_id(app_id, snapshot_lsn), version), meta)
+    append_facts(spark, facts, rows, ids.chunk_wave(app_id, snapshot_lsn, version), meta)
 
 
 def _same_target(spark: SparkSession, text: object, target: TableRef) -> bool:
@@ -218,7 +211,7 @@ def _stream_rows(app_id: str) -> Column:
     generations' sink ids ``<app_id>.g<n>``."""
     from pyspark.sql import functions as sf
 
-    return (sf.col("app_id") == app_id) | sf.col("app_id").rlike(generations_regex(app_id))
+    return (sf.col("app_id") == app_id) | sf.col("app_id").rlike(ids.generations_regex(app_id))
 
 
 #: the facts columns a chunked snapshot is read back from
@@ -419,7 +412,7 @@ class SnapshotEvents:
                     for r in self.rows
                     if r["max_lsn"] is not None
                     and isinstance(r["app_id"], str)
-                    and of_stream(app_id, r["app_id"])
+                    and ids.belongs(app_id, r["app_id"])
                 ]
             )
             if snap is not None and snap.app_id not in seen:
@@ -435,7 +428,7 @@ def _opening_stream(sink_id: object, detail: object) -> str:
     older generation left open is superseded by the newer generation's."""
     generation = _json(detail).get("generation")
     number = generation if isinstance(generation, int) else 0
-    return stream_app_id(str(sink_id), number)
+    return ids.stream_of(str(sink_id), number)
 
 
 def newest_snapshot_event(

@@ -50,7 +50,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Final, Literal
 
 from mssql_cdc._metrics import MetricsDir, metrics_dir
-from mssql_cdc.sink.app_ids import bronze_app_id, facts_app_id
 from mssql_cdc.sink.bronze import (
     append_bronze,
     batch_metadata,
@@ -72,6 +71,7 @@ from mssql_cdc.sink.facts import (
 from mssql_cdc.sink.facts_table import append_facts, last_batch
 from mssql_cdc.sink.guard import Recorded, Verdict, check_replay, classify
 from mssql_cdc.sink.identity import check_facts_not_target, check_one_target, sink_arguments
+from mssql_cdc.sink.ledger import ids
 from mssql_cdc.sink.offsets import batch_end
 from mssql_cdc.sink.tables import TableRef, txn_version
 from mssql_cdc.sink.warmup import WARMER
@@ -254,7 +254,7 @@ class DeltaSink:
     @property
     def facts_app_id(self) -> str:
         """``txnAppId`` of the facts commits."""
-        return facts_app_id(self.app_id)
+        return ids.facts_id(self.app_id)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         started_at, clock = utc_now(), time.monotonic()
@@ -422,7 +422,7 @@ class DeltaSink:
         return Recorded(
             facts_last=facts_last,
             facts_txn=facts_txn,
-            target_txn=txn_version(spark, self.target, bronze_app_id(self.app_id)),
+            target_txn=txn_version(spark, self.target, ids.bronze_id(self.app_id)),
             last_max_lsn=last_max,
             last_end_lsn=last_end,
             last_rows=last_rows,
@@ -494,7 +494,7 @@ class DeltaSink:
             spark,
             self.target,
             out,
-            txn=(bronze_app_id(self.app_id), batch_id),
+            txn=ids.micro_batch(self.app_id, batch_id),
             metadata=batch_metadata(self.app_id, batch_id),
             seen=self._existing,
         )
@@ -551,7 +551,7 @@ class DeltaSink:
             spark,
             facts,
             rows,
-            (self.facts_app_id, batch_id),
+            ids.batch_facts(self.app_id, batch_id),
             metadata_json(counts, self.app_id, batch_id),
             seen=self._existing,
         )

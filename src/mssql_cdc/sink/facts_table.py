@@ -4,7 +4,7 @@ Runs on the driver. Rows are built by ``facts`` (plain Python); this module crea
 from its declaration (``schemas.FACTS``), appends rows in one commit, and answers every question
 the project asks of it: the sink's last micro-batch row, the targets an app_id wrote to, a
 bootstrap's snapshot LSN, and the ``mssql-cdc status`` summaries. ``txnAppId`` values come from
-``app_ids``.
+``ledger.ids``.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mssql_cdc.sink.app_ids import BOOTSTRAP_VERSION, events_app_id, resnapshot_version
 from mssql_cdc.sink.facts import bootstrap_row, resnapshot_row, snapshot_open_row, utc_now
+from mssql_cdc.sink.ledger import ids
 from mssql_cdc.sink.local_rows import rows_frame
 from mssql_cdc.sink.schemas import FACTS
-from mssql_cdc.sink.tables import TableRef, ensure_table, same_table, table_ref
+from mssql_cdc.sink.tables import TableRef, Txn, ensure_table, same_table, table_ref
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,7 +54,7 @@ def append_facts(
     spark: SparkSession,
     facts: TableRef,
     rows: Sequence[tuple[Any, ...]],
-    txn: tuple[str, int] | None,
+    txn: Txn | None,
     metadata: str | None = None,
     *,
     seen: set[TableRef] | None = None,
@@ -62,17 +62,15 @@ def append_facts(
     """Appends ``rows`` (in facts column order) in one commit, creating the table first.
 
     Args:
-        txn: ``(txnAppId, txnVersion)``: Delta skips the commit when the version is not above
-            the one recorded for the app id; ``None``: an append without one.
+        txn: the commit's transaction (``ledger.ids``): Delta skips the commit when its
+            version is not above the one recorded for its app id; ``None``: an append without
+            one.
         metadata: the commit's ``userMetadata`` (only with ``txn``).
         seen: see ``tables.ensure_table``.
     """
     ensure_facts_table(spark, facts, seen=seen)
     df = rows_frame(spark, FACTS, rows)
-    if txn is None:
-        facts.append_untracked(df)
-        return
-    facts.append(df, txn[0], txn[1], metadata or "", merge_schema=False)
+    facts.append(df, txn, metadata)
 
 
 def write_snapshot_open(
@@ -132,7 +130,7 @@ def write_bootstrap(
         written_at=utc_now(),
     )
     meta = json.dumps({"app_id": app_id, "event": "bootstrap", "snapshot_lsn": lsn})
-    append_facts(spark, facts, [row], (events_app_id(app_id), BOOTSTRAP_VERSION), meta)
+    append_facts(spark, facts, [row], ids.bootstrap(app_id), meta)
 
 
 def write_resnapshot(
@@ -172,8 +170,7 @@ def write_resnapshot(
     meta = json.dumps(
         {"app_id": sink_id, "event": "resnapshot", "snapshot_lsn": lsn, "generation": generation}
     )
-    txn = (events_app_id(app_id), resnapshot_version(generation))
-    append_facts(spark, facts, [row], txn, meta)
+    append_facts(spark, facts, [row], ids.resnapshot(app_id, generation), meta)
 
 
 # -- reading ---------------------------------------------------------------------------------

@@ -92,4 +92,4 @@ def bronze_change_keys(
 def append_report(spark: SparkSession, ref: TableRef, report: DataFrame) -> None:
     """Creates the report table unless it exists and appends ``report`` in one commit."""
     ensure_table(spark, ref, RECONCILE)
-    ref.append_untracked(report.select(*[quote(n) for n in RECONCILE.names]))
+    ref.append(report.select(*[quote(n) for n in RECONCILE.names]), None)

@@ -23,7 +23,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from delta.tables import DeltaTable
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COLUMN_MAPPING_PROPERTIES",
     "TableRef",
+    "Txn",
     "columns_of",
     "create_table",
     "ensure_table",
@@ -135,6 +136,15 @@ def normal_path(path: str) -> str:
     return os.path.normpath(os.path.abspath(p))
 
 
+class Txn(NamedTuple):
+    """A Delta ``SetTransaction``: the ``txnAppId`` and ``txnVersion`` an append carries, so
+    that Delta skips it when ``version`` is not above the one recorded for ``app_id``. Built
+    only by ``sink.ledger.ids``; this module carries it to Delta's writer options."""
+
+    app_id: str
+    version: int
+
+
 @dataclass(frozen=True)
 class TableRef:
     """A Delta table: exactly one of ``name`` (catalog) and ``path`` is set.
@@ -199,27 +209,31 @@ class TableRef:
         return spark.read.table(self.sql)
 
     def append(
-        self, df: DataFrame, app_id: str, version: int, metadata: str, *, merge_schema: bool
+        self,
+        df: DataFrame,
+        txn: Txn | None,
+        metadata: str | None = None,
+        *,
+        merge_schema: bool = False,
     ) -> None:
-        """Appends ``df`` in one commit carrying ``SetTransaction(app_id, version)``; Delta
-        skips it silently when ``version`` is not above the one recorded for ``app_id``."""
-        writer = (
-            df.write.format("delta")
-            .mode("append")
-            .option("txnAppId", app_id)
-            .option("txnVersion", version)
-            .option("userMetadata", metadata)
-        )
+        """Appends ``df`` in one commit.
+
+        Args:
+            txn: the commit's ``SetTransaction``: Delta skips the commit silently when its
+                version is not above the one recorded for its app id; ``None``: an append
+                without one (no idempotency key, no ``userMetadata``).
+            metadata: the commit's ``userMetadata`` (with ``txn`` only).
+            merge_schema: Delta's ``mergeSchema`` (new columns added to the table).
+        """
+        writer = df.write.format("delta").mode("append")
+        if txn is not None:
+            writer = (
+                writer.option("txnAppId", txn.app_id)
+                .option("txnVersion", txn.version)
+                .option("userMetadata", metadata or "")
+            )
         if merge_schema:
             writer = writer.option("mergeSchema", "true")
-        if self.path is not None:
-            writer.save(self.path)
-        else:
-            writer.saveAsTable(self.catalog_name)
-
-    def append_untracked(self, df: DataFrame) -> None:
-        """Appends ``df`` in one commit without a ``SetTransaction`` (no idempotency key)."""
-        writer = df.write.format("delta").mode("append")
         if self.path is not None:
             writer.save(self.path)
         else:
