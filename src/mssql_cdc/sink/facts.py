@@ -24,7 +24,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, ClassVar, Literal, Protocol
 
 from mssql_cdc._metrics import WARNING_EVENT, PartitionMetrics
 from mssql_cdc.sink.schemas import FACTS
@@ -33,11 +33,20 @@ __all__ = [
     "EVENT_KINDS",
     "FACTS_DDL",
     "BatchCounts",
+    "BatchRow",
+    "Bootstrapped",
+    "ChunkLanded",
+    "EventRow",
+    "FactRow",
     "FoldedMetrics",
+    "Resnapshotted",
+    "SnapshotOpened",
+    "SnapshotPlanned",
     "batch_row",
     "bootstrap_row",
     "event_rows",
     "event_warnings",
+    "facts_row",
     "fold_metrics",
     "metadata_json",
     "parse_utc",
@@ -173,6 +182,308 @@ def fold_metrics(parts: Sequence[PartitionMetrics]) -> FoldedMetrics:
         lag_hours = _hours(folded.source_max_commit_ts, folded.end_commit_ts)
         folded.ingestion_lag_seconds = None if lag_hours is None else lag_hours * 3600.0
     return folded
+
+
+# -- typed facts rows --------------------------------------------------------------------------
+
+
+class FactRow(Protocol):
+    """One facts row of a known kind: the columns it sets itself. The writer adds the columns
+    every row of one commit shares (``app_id``, ``target``, ``written_at``;
+    ``facts_table.FactsTable.append``); unset columns are NULL."""
+
+    #: the ``event`` column (``None``: a micro-batch row)
+    event: ClassVar[str | None]
+
+    def values(self) -> dict[str, Any]:
+        """The row's own columns, by name."""
+        ...
+
+
+def _at(lsn: str | None, commit_ts: datetime | None) -> dict[str, Any]:
+    """The columns of an event at one LSN: ``min_lsn`` = ``max_lsn`` = ``end_lsn``, the
+    commit-time columns its commit time, counts 0, no batch."""
+    return {
+        "batch_id": None,
+        "rows": 0,
+        "min_lsn": lsn,
+        "max_lsn": lsn,
+        "min_commit_ts": commit_ts,
+        "max_commit_ts": commit_ts,
+        "deletes": 0,
+        "inserts": 0,
+        "updates": 0,
+        "end_lsn": lsn,
+        "end_commit_ts": commit_ts,
+    }
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    """A micro-batch's row: its counts and ranges, the folded metrics (their warnings as
+    ``detail``), when it started and how long it took (ms)."""
+
+    event: ClassVar[str | None] = None
+
+    batch_id: int
+    counts: BatchCounts
+    metrics: FoldedMetrics
+    started_at: datetime
+    duration_ms: int
+
+    def values(self) -> dict[str, Any]:
+        values: dict[str, Any] = asdict(self.counts)
+        values.update(
+            {k: v for k, v in asdict(self.metrics).items() if k != "warnings"},
+            batch_id=self.batch_id,
+            started_at=self.started_at,
+            duration_ms=self.duration_ms,
+            detail=self.metrics.detail,
+        )
+        return values
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """An event a micro-batch carries (``schema_change``, ``capture_instance_switched``,
+    ``data_skipped``), written in the batch's own facts commit: ``rows`` 0, ``min_lsn`` =
+    ``max_lsn`` = ``end_lsn`` = the event's LSN, the commit-time columns its commit time."""
+
+    batch_id: int
+    kind: str
+    lsn: str | None
+    commit_ts: datetime | None
+    lost_from_ts: datetime | None
+    lost_to_ts: datetime | None
+    detail: str | None
+
+    @property
+    def event(self) -> str:
+        """The event's kind."""
+        return self.kind
+
+    def values(self) -> dict[str, Any]:
+        values = _at(self.lsn, self.commit_ts)
+        values.update(
+            batch_id=self.batch_id,
+            event=self.kind,
+            lost_from_ts=self.lost_from_ts,
+            lost_to_ts=self.lost_to_ts,
+            detail=self.detail,
+        )
+        return values
+
+    @classmethod
+    def from_files(cls, batch_id: int, events: Sequence[Mapping[str, Any]]) -> list[EventRow]:
+        """One row per event file (``MetricsDir.events()``, keys in the module doc), ordered by
+        LSN then ``kind/key``. Planning warnings (:func:`event_warnings`) make no row; files
+        of another kind are skipped with a WARNING."""
+        found: list[tuple[str, str, EventRow]] = []
+        for event in events:
+            kind = event.get("kind")
+            if kind == WARNING_EVENT:
+                continue
+            if kind not in EVENT_KINDS:
+                log.warning("ignoring metrics event file of unknown kind %r", kind)
+                continue
+            lsn = event.get("lsn") or event.get("from")
+            row = cls(
+                batch_id=batch_id,
+                kind=str(kind),
+                lsn=lsn,
+                commit_ts=parse_utc(event.get("commit_ts")),
+                lost_from_ts=parse_utc(event.get("lost_from_ts")),
+                lost_to_ts=parse_utc(event.get("lost_to_ts")),
+                detail=_detail(event),
+            )
+            found.append((str(lsn or ""), f"{kind}/{event.get('key', '')}", row))
+        return [row for _, _, row in sorted(found, key=lambda r: (r[0], r[1]))]
+
+
+@dataclass(frozen=True)
+class SnapshotOpened:
+    """A snapshot's ``snapshot_open`` row, written before the table is read: ``detail``
+    ``{"mode", "kind", "generation", "lost_from_ts", "lost_to_ts"}`` (``kind`` ``resnapshot``
+    in a generation > 0, else ``bootstrap``) plus a chunked snapshot's ``keys``; a re-snapshot
+    also fills the ``lost_*`` columns."""
+
+    event: ClassVar[str | None] = "snapshot_open"
+
+    lsn: str
+    commit_ts: datetime | None
+    generation: int = 0
+    mode: Literal["full", "chunked"] = "full"
+    lost_from_ts: datetime | None = None
+    lost_to_ts: datetime | None = None
+    #: a chunked snapshot's key columns (its plan cuts by them)
+    keys: tuple[str, ...] = ()
+
+    def values(self) -> dict[str, Any]:
+        values = _at(self.lsn, self.commit_ts)
+        detail: dict[str, Any] = {
+            "mode": self.mode,
+            "kind": "resnapshot" if self.generation > 0 else "bootstrap",
+            "generation": self.generation,
+            "lost_from_ts": _iso(self.lost_from_ts),
+            "lost_to_ts": _iso(self.lost_to_ts),
+        }
+        if self.mode == "chunked":
+            detail["keys"] = list(self.keys)
+        values.update(
+            event=self.event,
+            lost_from_ts=self.lost_from_ts,
+            lost_to_ts=self.lost_to_ts,
+            detail=json.dumps(detail, sort_keys=True),
+        )
+        return values
+
+
+@dataclass(frozen=True)
+class SnapshotPlanned:
+    """A chunked snapshot's ``snapshot_plan`` row: the plan as ``detail`` (``{snapshot, kind,
+    keys, chunk_rows, rows, chunks}``), when planning started and how long it took (ms)."""
+
+    event: ClassVar[str | None] = "snapshot_plan"
+
+    lsn: str
+    commit_ts: datetime | None
+    plan: Mapping[str, Any]
+    started_at: datetime
+    duration_ms: int
+
+    def values(self) -> dict[str, Any]:
+        values = _at(self.lsn, self.commit_ts)
+        values.update(
+            event=self.event,
+            started_at=self.started_at,
+            duration_ms=self.duration_ms,
+            detail=json.dumps(dict(self.plan), sort_keys=True),
+        )
+        return values
+
+
+@dataclass(frozen=True)
+class ChunkLanded:
+    """One landed chunk's ``snapshot_chunk`` row: its rows, ``min_lsn`` the stamp it was read
+    at, ``max_lsn`` the server's max LSN after the read, its wave's start and duration (ms),
+    ``detail`` ``{snapshot, chunk, wave, lo, hi, last, wave_chunks}`` (``lo``/``hi`` the plan's
+    bounds, ``last`` whether it is the plan's last chunk)."""
+
+    event: ClassVar[str | None] = "snapshot_chunk"
+
+    lsn: str
+    commit_ts: datetime | None
+    chunk: int
+    wave: int
+    rows: int
+    stamp: str
+    max_lsn: str
+    lo: Any
+    hi: Any
+    last: bool
+    wave_chunks: int = 1
+    wave_ms: int | None = None
+    started_at: datetime | None = None
+
+    def values(self) -> dict[str, Any]:
+        values = _at(self.lsn, self.commit_ts)
+        detail = {
+            "snapshot": self.lsn,
+            "chunk": self.chunk,
+            "wave": self.wave,
+            "lo": self.lo,
+            "hi": self.hi,
+            "last": self.last,
+            "wave_chunks": self.wave_chunks,
+        }
+        values.update(
+            event=self.event,
+            rows=self.rows,
+            min_lsn=self.stamp or self.lsn,
+            max_lsn=self.max_lsn or self.lsn,
+            started_at=self.started_at,
+            duration_ms=self.wave_ms,
+            detail=json.dumps(detail, sort_keys=True),
+        )
+        return values
+
+
+@dataclass(frozen=True)
+class Bootstrapped:
+    """The ``bootstrap`` row that closes a stream's first snapshot (or seed): its ``rows``
+    (0 for an empty table, whose only trace it is); ``started_at`` and ``duration_ms`` of the
+    read when this run took it (``None`` when a rerun repairs it, or a chunked snapshot
+    closes); a chunked snapshot's ``detail`` ``{snapshot, chunks, rows, last_lsn}``."""
+
+    event: ClassVar[str | None] = "bootstrap"
+
+    lsn: str
+    commit_ts: datetime | None
+    rows: int
+    started_at: datetime | None = None
+    duration_ms: int | None = None
+    detail: Mapping[str, Any] | None = None
+
+    def values(self) -> dict[str, Any]:
+        values = _at(self.lsn, self.commit_ts)
+        values.update(
+            event=self.event,
+            rows=self.rows,
+            started_at=self.started_at,
+            duration_ms=self.duration_ms,
+        )
+        if self.detail is not None:
+            values["detail"] = json.dumps(dict(self.detail), sort_keys=True)
+        return values
+
+
+@dataclass(frozen=True)
+class Resnapshotted:
+    """The ``resnapshot`` row of the re-snapshot that opens ``generation`` after data loss:
+    its ``rows``, the lost range (``lost_from_ts``: commit time of the last offset processed,
+    ``None`` when unknown; ``lost_to_ts``: of the oldest change CDC still held), ``detail``
+    ``{"generation": n}`` plus a chunked re-snapshot's ``{snapshot, chunks, rows,
+    last_lsn}``."""
+
+    event: ClassVar[str | None] = "resnapshot"
+
+    generation: int
+    lsn: str
+    commit_ts: datetime | None
+    rows: int | None
+    started_at: datetime | None
+    duration_ms: int | None
+    lost_from_ts: datetime | None
+    lost_to_ts: datetime | None
+    detail: Mapping[str, Any] | None = None
+
+    def values(self) -> dict[str, Any]:
+        values = _at(self.lsn, self.commit_ts)
+        values.update(
+            event=self.event,
+            rows=self.rows,
+            started_at=self.started_at,
+            duration_ms=self.duration_ms,
+            lost_from_ts=self.lost_from_ts,
+            lost_to_ts=self.lost_to_ts,
+            detail=json.dumps(
+                {"generation": self.generation, **(self.detail or {})}, sort_keys=True
+            ),
+        )
+        return values
+
+
+def facts_row(row: FactRow, *, app_id: str, target: str, written_at: datetime) -> tuple[Any, ...]:
+    """``row`` as a facts table row (a tuple in ``schemas.FACTS`` column order), with the
+    columns its commit shares: ``app_id`` (the sink id of the stream that writes it),
+    ``target`` (the bronze table as the stream names it) and ``written_at``.
+
+    Raises:
+        KeyError: the row names a column the facts table does not have.
+    """
+    values = row.values()
+    values.update(app_id=app_id, target=target, written_at=written_at)
+    return _row(values)
 
 
 def _row(values: Mapping[str, Any]) -> tuple[Any, ...]:
