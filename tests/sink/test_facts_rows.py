@@ -1,12 +1,14 @@
 """Golden facts rows: every kind of typed fact (``sink.facts``) gives the tuple the facts
-table has always held for it (the values, their column order, the ``detail`` JSON text). Pure,
-no Spark."""
+table has always held for it (the values, their column order, the ``detail`` JSON text; the
+golden tuples in ``_facts_golden.py`` were written by the row builders the typed facts
+replaced). Pure, no Spark."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 import pytest
+from _facts_golden import GOLDEN
 
 from mssql_cdc.sink import facts as f
 
@@ -33,101 +35,56 @@ EVENTS = [
      "detail": {"from": "dbo_a", "to": "dbo_b"}},
     {"kind": "warning", "message": "not a row"},
 ]  # fmt: skip
+PLAN = {"snapshot": S, "kind": "keyset", "keys": ["id"], "chunk_rows": 3, "rows": 7,
+        "chunks": [[None, 4], [4, None]]}  # fmt: skip
+CLOSED = {"snapshot": S, "chunks": 2, "rows": 7, "last_lsn": "0x0C"}
 
 
-def _new(row, app_id="orders.g2", target="bronze.orders"):
+def _row(row, app_id="orders.g2", target="bronze.orders"):
     return f.facts_row(row, app_id=app_id, target=target, written_at=AT)
 
 
 def test_a_micro_batch_row_and_its_events():
-    old = f.batch_row(
-        app_id="orders.g2", batch_id=7, counts=COUNTS, metrics=METRICS, started_at=TS,
-        duration_ms=250, target="bronze.orders", written_at=AT,
-    )  # fmt: skip
-    assert _new(f.BatchRow(7, COUNTS, METRICS, TS, 250)) == old
+    assert _row(f.BatchRow(7, COUNTS, METRICS, TS, 250)) == GOLDEN["batch"]
     bare = f.BatchRow(0, f.BatchCounts(rows=0), f.FoldedMetrics(), TS, 3)
-    assert _new(bare) == f.batch_row(
-        app_id="orders.g2", batch_id=0, counts=f.BatchCounts(rows=0), metrics=f.FoldedMetrics(),
-        started_at=TS, duration_ms=3, target="bronze.orders", written_at=AT,
-    )  # fmt: skip
-    old_events = f.event_rows(
-        app_id="orders.g2", batch_id=7, events=EVENTS, target="bronze.orders", written_at=AT
-    )
-    assert [_new(e) for e in f.EventRow.from_files(7, EVENTS)] == old_events
-    assert len(old_events) == 3
+    assert _row(bare) == GOLDEN["bare"]
+    events = [_row(e) for e in f.EventRow.from_files(7, EVENTS)]
+    assert events == GOLDEN["events"]
+    assert len(events) == 3  # the planning warning is no row
 
 
 @pytest.mark.parametrize("generation", [0, 3])
-@pytest.mark.parametrize("lost", [(None, None), LOST])
-def test_a_full_snapshots_open_row(generation, lost):
-    old = f.snapshot_open_row(
-        app_id="a", snapshot_lsn=S, commit_ts=TS, target="t", written_at=AT,
-        kind="resnapshot" if generation else "bootstrap", generation=generation,
-        lost_from_ts=lost[0], lost_to_ts=lost[1],
-    )  # fmt: skip
+@pytest.mark.parametrize(("name", "lost"), [("none", (None, None)), ("lost", LOST)])
+def test_a_full_snapshots_open_row(generation, name, lost):
     opened = f.SnapshotOpened(S, TS, generation, lost_from_ts=lost[0], lost_to_ts=lost[1])
-    assert _new(opened, "a", "t") == old
+    assert _row(opened, "a", "t") == GOLDEN[f"open_full_{generation}_{name}"]
 
 
 @pytest.mark.parametrize("generation", [0, 2])
 def test_a_chunked_snapshots_open_row(generation):
-    old = f.snapshot_open_row(
-        app_id="a", snapshot_lsn=S, commit_ts=None, target="t", written_at=AT,
-        kind="resnapshot" if generation > 0 else "bootstrap", generation=generation,
-        lost_from_ts=LOST[0] if generation else None, lost_to_ts=LOST[1] if generation else None,
-        mode="chunked", extra={"keys": ["id", "Name"]},
-    )  # fmt: skip
-    opened = f.SnapshotOpened(
-        S, None, generation, "chunked",
-        LOST[0] if generation else None, LOST[1] if generation else None, ("id", "Name"),
-    )  # fmt: skip
-    assert _new(opened, "a", "t") == old
+    lost = LOST if generation else (None, None)
+    opened = f.SnapshotOpened(S, None, generation, "chunked", *lost, ("id", "Name"))
+    assert _row(opened, "a", "t") == GOLDEN[f"open_chunked_{generation}"]
 
 
 def test_a_plan_row_and_chunk_rows():
-    plan = {"snapshot": S, "kind": "keyset", "keys": ["id"], "chunk_rows": 3, "rows": 7,
-            "chunks": [[None, 4], [4, None]]}  # fmt: skip
-    old = f.snapshot_event_row(
-        "snapshot_plan", app_id="a.g1", snapshot_lsn=S, commit_ts=TS, target="t",
-        written_at=AT, detail=plan, started_at=TS, duration_ms=40,
-    )  # fmt: skip
-    assert _new(f.SnapshotPlanned(S, TS, plan, TS, 40), "a.g1", "t") == old
+    assert _row(f.SnapshotPlanned(S, TS, PLAN, TS, 40), "a.g1", "t") == GOLDEN["plan"]
     for chunk, last, wave_ms, started in ((0, False, 900, TS), (1, True, None, None)):
-        old = f.snapshot_event_row(
-            "snapshot_chunk", app_id="a.g1", snapshot_lsn=S, commit_ts=TS, target="t",
-            written_at=AT,
-            detail={"snapshot": S, "chunk": chunk, "wave": 1, "lo": plan["chunks"][chunk][0],
-                    "hi": plan["chunks"][chunk][1], "last": last, "wave_chunks": 2},
-            rows=4, min_lsn="0x0B", max_lsn="0x0C", started_at=started, duration_ms=wave_ms,
-        )  # fmt: skip
+        lo, hi = PLAN["chunks"][chunk]
         landed = f.ChunkLanded(
-            S, TS, chunk, 1, 4, "0x0B", "0x0C", plan["chunks"][chunk][0],
-            plan["chunks"][chunk][1], last, 2, wave_ms, started,
-        )  # fmt: skip
-        assert _new(landed, "a.g1", "t") == old
+            S, TS, chunk, 1, 4, "0x0B", "0x0C", lo, hi, last, 2, wave_ms, started
+        )
+        assert _row(landed, "a.g1", "t") == GOLDEN[f"chunk_{chunk}"]
 
 
-@pytest.mark.parametrize(
-    "detail", [None, {"snapshot": S, "chunks": 2, "rows": 7, "last_lsn": "0x0C"}]
-)
-def test_closing_rows(detail):
-    old = f.bootstrap_row(
-        app_id="a", snapshot_lsn=S, commit_ts=TS, rows=7, started_at=None, duration_ms=None,
-        target="t", written_at=AT, detail=detail,
-    )  # fmt: skip
-    assert _new(f.Bootstrapped(S, TS, 7, None, None, detail), "a", "t") == old
-    old = f.bootstrap_row(
-        app_id="a", snapshot_lsn=S, commit_ts=None, rows=0, started_at=TS, duration_ms=12,
-        target="t", written_at=AT, detail=detail,
-    )  # fmt: skip
-    assert _new(f.Bootstrapped(S, None, 0, TS, 12, detail), "a", "t") == old
-    old = f.resnapshot_row(
-        app_id="a.g4", snapshot_lsn=S, commit_ts=TS, rows=None, started_at=TS, duration_ms=5,
-        lost_from_ts=None, lost_to_ts=LOST[1], generation=4, target="t", written_at=AT,
-        detail=detail,
-    )  # fmt: skip
+@pytest.mark.parametrize(("name", "detail"), [("plain", None), ("chunked", CLOSED)])
+def test_closing_rows(name, detail):
+    repaired = f.Bootstrapped(S, TS, 7, None, None, detail)
+    assert _row(repaired, "a", "t") == GOLDEN[f"bootstrap_repair_{name}"]
+    read = f.Bootstrapped(S, None, 0, TS, 12, detail)
+    assert _row(read, "a", "t") == GOLDEN[f"bootstrap_read_{name}"]
     row = f.Resnapshotted(4, S, TS, None, TS, 5, None, LOST[1], detail)
-    assert _new(row, "a.g4", "t") == old
+    assert _row(row, "a.g4", "t") == GOLDEN[f"resnapshot_{name}"]
 
 
 def test_a_row_naming_an_unknown_column_is_refused():
@@ -138,4 +95,4 @@ def test_a_row_naming_an_unknown_column_is_refused():
             return {"no_such_column": 1}
 
     with pytest.raises(KeyError, match="no_such_column"):
-        _new(Odd())
+        _row(Odd())

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from mssql_cdc.sink.facts import BatchCounts, FoldedMetrics, batch_row, event_rows
+from mssql_cdc.sink.facts import BatchCounts, BatchRow, EventRow, FoldedMetrics, facts_row
 from mssql_cdc.sink.local_rows import rows_frame
 from mssql_cdc.sink.schemas import FACTS, TableKind
 
@@ -18,68 +18,72 @@ WHEN = datetime(2026, 12, 3, 23, 59, 58, 123456)  # naive UTC, microseconds kept
 
 def _rows() -> list[tuple[object, ...]]:
     """A batch row with every metric set, one with most left NULL, and event rows."""
-    full = batch_row(
+    full = facts_row(
+        BatchRow(
+            batch_id=2**62,
+            counts=BatchCounts(
+                rows=3,
+                min_lsn="0x0000002A000001F00003",
+                max_lsn="0x0000002A000001F80004",
+                min_commit_ts=datetime(1753, 1, 1),
+                max_commit_ts=datetime(9999, 12, 31, 23, 59, 59, 997000),
+                deletes=1,
+                inserts=1,
+                updates=1,
+            ),
+            metrics=FoldedMetrics(
+                source_rtt_ms=0.25,
+                read_seconds=1e-9,
+                read_mb=123456.789,
+                network_wait_ms=-1,
+                retention_watermark_ts=WHEN,
+                retention_headroom_hours=71.5,
+                source_max_commit_ts=WHEN,
+                capture_lag_seconds=0.0,
+                ingestion_lag_seconds=float("inf"),
+                end_lsn="0x0000002A000001F80004",
+                end_commit_ts=WHEN,
+                warnings=["a warning, with ünïcödé"],
+            ),
+            started_at=WHEN,
+            duration_ms=0,
+        ),
         app_id="orders",
-        batch_id=2**62,
-        counts=BatchCounts(
-            rows=3,
-            min_lsn="0x0000002A000001F00003",
-            max_lsn="0x0000002A000001F80004",
-            min_commit_ts=datetime(1753, 1, 1),
-            max_commit_ts=datetime(9999, 12, 31, 23, 59, 59, 997000),
-            deletes=1,
-            inserts=1,
-            updates=1,
-        ),
-        metrics=FoldedMetrics(
-            source_rtt_ms=0.25,
-            read_seconds=1e-9,
-            read_mb=123456.789,
-            network_wait_ms=-1,
-            retention_watermark_ts=WHEN,
-            retention_headroom_hours=71.5,
-            source_max_commit_ts=WHEN,
-            capture_lag_seconds=0.0,
-            ingestion_lag_seconds=float("inf"),
-            end_lsn="0x0000002A000001F80004",
-            end_commit_ts=WHEN,
-            warnings=["a warning, with ünïcödé"],
-        ),
-        started_at=WHEN,
-        duration_ms=0,
         target="main.sales.orders_bronze",
         written_at=WHEN,
     )
-    empty = batch_row(
+    empty = facts_row(
+        BatchRow(
+            batch_id=0,
+            counts=BatchCounts(rows=0),
+            metrics=FoldedMetrics(),
+            started_at=WHEN,
+            duration_ms=7,
+        ),
         app_id="orders",
-        batch_id=0,
-        counts=BatchCounts(rows=0),
-        metrics=FoldedMetrics(),
-        started_at=WHEN,
-        duration_ms=7,
         target="/Volumes/main/raw/bronze",
         written_at=WHEN,
     )
-    events = event_rows(
-        app_id="orders",
-        batch_id=0,
-        events=[
-            {
-                "kind": "data_skipped",
-                "from": "0x00000029000000100001",
-                "commit_ts": "2026-12-03T10:00:00+01:00",
-                "lost_from_ts": "2026-12-01T00:00:00Z",
-                "lost_to_ts": "2026-12-02T00:00:00",
-            },
-            {
-                "kind": "schema_change",
-                "lsn": "0x0000002A000000100001",
-                "commit_ts": "2026-12-03T10:00:01.5Z",
-            },
-        ],
-        target="/Volumes/main/raw/bronze",
-        written_at=WHEN,
-    )
+    events = [
+        facts_row(e, app_id="orders", target="/Volumes/main/raw/bronze", written_at=WHEN)
+        for e in EventRow.from_files(
+            0,
+            [
+                {
+                    "kind": "data_skipped",
+                    "from": "0x00000029000000100001",
+                    "commit_ts": "2026-12-03T10:00:00+01:00",
+                    "lost_from_ts": "2026-12-01T00:00:00Z",
+                    "lost_to_ts": "2026-12-02T00:00:00",
+                },
+                {
+                    "kind": "schema_change",
+                    "lsn": "0x0000002A000000100001",
+                    "commit_ts": "2026-12-03T10:00:01.5Z",
+                },
+            ],
+        )
+    ]
     return [full, empty, *events]
 
 

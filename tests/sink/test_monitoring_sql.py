@@ -12,11 +12,12 @@ import pytest
 
 from mssql_cdc.sink.facts import (
     BatchCounts,
+    BatchRow,
+    Bootstrapped,
+    EventRow,
     FoldedMetrics,
-    batch_row,
-    bootstrap_row,
-    event_rows,
-    resnapshot_row,
+    Resnapshotted,
+    facts_row,
 )
 from mssql_cdc.sink.facts_table import append_facts
 from mssql_cdc.sink.tables import table_ref
@@ -44,13 +45,15 @@ def _batch(
         ingestion_lag_seconds=lag,
         warnings=list(warnings),
     )
-    return batch_row(
+    return facts_row(
+        BatchRow(
+            batch_id=batch_id,
+            counts=BatchCounts(rows=rows, inserts=rows),
+            metrics=metrics,
+            started_at=written_at - timedelta(seconds=2),
+            duration_ms=2000,
+        ),
         app_id=app_id,
-        batch_id=batch_id,
-        counts=BatchCounts(rows=rows, inserts=rows),
-        metrics=metrics,
-        started_at=written_at - timedelta(seconds=2),
-        duration_ms=2000,
         target=f"bronze.{app_id}",
         written_at=written_at,
     )
@@ -76,46 +79,53 @@ def facts(spark, tmp_path_factory) -> str:
             behind=timedelta(hours=50),
             warnings=["w: option x ignored"],
         ),
-        batch_row(
+        facts_row(
+            BatchRow(
+                batch_id=0,
+                counts=BatchCounts(rows=0),
+                metrics=FoldedMetrics(),
+                started_at=now,
+                duration_ms=5,
+            ),
             app_id="bare",
-            batch_id=0,
-            counts=BatchCounts(rows=0),
-            metrics=FoldedMetrics(),
-            started_at=now,
-            duration_ms=5,
             target="bronze.bare",
             written_at=now,
         ),
-        bootstrap_row(
+        facts_row(
+            Bootstrapped(
+                lsn="0x00000000000000000010",
+                commit_ts=now - timedelta(minutes=3),
+                rows=100,
+                started_at=now - timedelta(minutes=3),
+                duration_ms=900,
+            ),
             app_id="healthy",
-            snapshot_lsn="0x00000000000000000010",
-            commit_ts=now - timedelta(minutes=3),
-            rows=100,
-            started_at=now - timedelta(minutes=3),
-            duration_ms=900,
             target="bronze.healthy",
             written_at=now - timedelta(minutes=3),
         ),
-        resnapshot_row(
+        facts_row(
+            Resnapshotted(
+                generation=1,
+                lsn="0x00000000000000000020",
+                commit_ts=now - timedelta(minutes=35),
+                rows=5,
+                started_at=now - timedelta(minutes=36),
+                duration_ms=900,
+                lost_from_ts=now - timedelta(days=4),
+                lost_to_ts=now - timedelta(days=3),
+            ),
             app_id="stale.g1",
-            snapshot_lsn="0x00000000000000000020",
-            commit_ts=now - timedelta(minutes=35),
-            rows=5,
-            started_at=now - timedelta(minutes=36),
-            duration_ms=900,
-            lost_from_ts=now - timedelta(days=4),
-            lost_to_ts=now - timedelta(days=3),
-            generation=1,
             target="bronze.stale",
             written_at=now - timedelta(minutes=35),
         ),
-        *event_rows(
-            app_id="stale",
-            batch_id=1,
-            events=[{"kind": "schema_change", "key": "k", "lsn": "0x0A", "detail": "ADD c"}],
-            target="bronze.stale",
-            written_at=now - timedelta(minutes=30),
-        ),
+        *[
+            facts_row(
+                e, app_id="stale", target="bronze.stale", written_at=now - timedelta(minutes=30)
+            )
+            for e in EventRow.from_files(
+                1, [{"kind": "schema_change", "key": "k", "lsn": "0x0A", "detail": "ADD c"}]
+            )
+        ],
     ]
     append_facts(spark, ref, rows, None)
     return path

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mssql_cdc._metrics import PartitionMetrics
-from mssql_cdc.sink.facts import FoldedMetrics, event_rows, fold_metrics
+from mssql_cdc.sink.facts import EventRow, FoldedMetrics, facts_row, fold_metrics
 from mssql_cdc.sink.guard import Recorded, Verdict, check_replay, classify
 from mssql_cdc.sink.schemas import FACTS_COLUMNS
 from mssql_cdc.sink.tables import table_ref
@@ -101,7 +101,10 @@ def test_event_files_become_rows_in_lsn_order():
     ]
     rows = [
         dict(zip(NAMES, r, strict=True))
-        for r in event_rows(app_id="a", batch_id=4, events=events, target="t", written_at=at)
+        for r in [
+            facts_row(e, app_id="a", target="t", written_at=at)
+            for e in EventRow.from_files(4, events)
+        ]
     ]
     assert [(r["event"], r["min_lsn"], r["end_lsn"], r["batch_id"], r["rows"]) for r in rows] == [
         ("capture_instance_switched", "0x03", "0x03", 4, 0),

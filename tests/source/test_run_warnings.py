@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import datetime
 
 from mssql_cdc._metrics import metrics_dir
-from mssql_cdc.sink.facts import event_rows, event_warnings
+from mssql_cdc.sink.facts import EventRow, event_warnings
 from mssql_cdc.source.run_warnings import AS_EVENT, RunWarnings
 
 log = logging.getLogger("mssql_cdc.source")
@@ -74,7 +73,5 @@ def test_the_facts_fold_warnings_into_detail_not_rows():
         {"kind": "schema_change", "key": "x", "lsn": "0x" + "0" * 19 + "5", "detail": "DDL"},
     ]
     assert event_warnings(events) == ["first", "second"]
-    rows = event_rows(
-        app_id="a", batch_id=0, events=events, target="t", written_at=datetime(2026, 1, 1)
-    )
+    rows = EventRow.from_files(0, events)
     assert len(rows) == 1  # the schema change only

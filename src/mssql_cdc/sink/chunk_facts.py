@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mssql_cdc.sink.facts import snapshot_event_row, snapshot_open_row, utc_now
-from mssql_cdc.sink.facts_table import SnapshotOpen, append_facts
+from mssql_cdc.sink.facts import ChunkLanded, SnapshotOpened, SnapshotPlanned
+from mssql_cdc.sink.facts_table import FactsTable, SnapshotOpen
 from mssql_cdc.sink.ledger import ids
 from mssql_cdc.sink.tables import TableRef, same_table, table_ref
 
@@ -100,22 +100,14 @@ def write_chunked_open(
     (``app_id`` the user's); generation ``n`` > 0 a re-snapshot after data loss: ``app_id`` is
     its sink id ``<app_id>.g<n>``, ``stream_app_id`` the user's app_id (the idempotency key
     every generation shares) and the lost range is recorded."""
-    row = snapshot_open_row(
-        app_id=app_id,
-        snapshot_lsn=snapshot_lsn,
-        commit_ts=commit_ts,
-        target=target.text,
-        written_at=utc_now(),
-        kind="resnapshot" if generation > 0 else "bootstrap",
-        generation=generation,
-        lost_from_ts=lost_from_ts,
-        lost_to_ts=lost_to_ts,
-        mode="chunked",
-        extra={"keys": list(keys)},
+    row = SnapshotOpened(
+        snapshot_lsn, commit_ts, generation, "chunked", lost_from_ts, lost_to_ts, tuple(keys)
     )
     meta = json.dumps({"app_id": app_id, "event": "snapshot_open", "snapshot_lsn": snapshot_lsn})
     txn = ids.chunked_open(stream_app_id or app_id, generation)
-    append_facts(spark, facts, [row], txn, meta)
+    FactsTable(spark, facts).append(
+        [row], app_id=app_id, target=target.text, txn=txn, metadata=meta
+    )
 
 
 def write_snapshot_plan(
@@ -132,19 +124,12 @@ def write_snapshot_plan(
 ) -> None:
     """Appends the ``snapshot_plan`` row once (``<app_id>#snapplan.<S>``, version 0);
     ``plan`` is its detail ``{snapshot, kind, keys, chunk_rows, rows, chunks}``."""
-    row = snapshot_event_row(
-        "snapshot_plan",
-        app_id=app_id,
-        snapshot_lsn=snapshot_lsn,
-        commit_ts=commit_ts,
-        target=target.text,
-        written_at=utc_now(),
-        detail=plan,
-        started_at=started_at,
-        duration_ms=duration_ms,
-    )
+    row = SnapshotPlanned(snapshot_lsn, commit_ts, plan, started_at, duration_ms)
     meta = json.dumps({"app_id": app_id, "event": "snapshot_plan", "snapshot_lsn": snapshot_lsn})
-    append_facts(spark, facts, [row], ids.chunk_plan(app_id, snapshot_lsn), meta)
+    txn = ids.chunk_plan(app_id, snapshot_lsn)
+    FactsTable(spark, facts).append(
+        [row], app_id=app_id, target=target.text, txn=txn, metadata=meta
+    )
 
 
 def write_snapshot_chunks(
@@ -163,35 +148,28 @@ def write_snapshot_chunks(
     """Appends one ``snapshot_chunk`` row per chunk of a wave in one commit
     (``<app_id>#snapchunks.<S>``, version the wave's last chunk number); ``bounds`` are the
     plan's ``[lo, hi)`` per chunk number, ``last`` the plan's last chunk number."""
-    written = utc_now()
     rows = [
-        snapshot_event_row(
-            "snapshot_chunk",
-            app_id=app_id,
-            snapshot_lsn=snapshot_lsn,
-            commit_ts=commit_ts,
-            target=target.text,
-            written_at=written,
-            detail={
-                "snapshot": snapshot_lsn,
-                "chunk": c.chunk,
-                "wave": c.wave,
-                "lo": bounds[c.chunk][0],
-                "hi": bounds[c.chunk][1],
-                "last": c.chunk == last,
-                "wave_chunks": c.wave_chunks,
-            },
-            rows=c.rows,
-            min_lsn=c.stamp,
-            max_lsn=c.max_lsn,
-            started_at=started_at,
-            duration_ms=c.wave_ms,
+        ChunkLanded(
+            snapshot_lsn,
+            commit_ts,
+            c.chunk,
+            c.wave,
+            c.rows,
+            c.stamp,
+            c.max_lsn,
+            bounds[c.chunk][0],
+            bounds[c.chunk][1],
+            c.chunk == last,
+            c.wave_chunks,
+            c.wave_ms,
+            started_at,
         )
         for c in chunks
     ]
     version = max(c.chunk for c in chunks)
     meta = json.dumps({"app_id": app_id, "event": "snapshot_chunk", "snapshot_lsn": snapshot_lsn})
-    append_facts(spark, facts, rows, ids.chunk_wave(app_id, snapshot_lsn, version), meta)
+    txn = ids.chunk_wave(app_id, snapshot_lsn, version)
+    FactsTable(spark, facts).append(rows, app_id=app_id, target=target.text, txn=txn, metadata=meta)
 
 
 def _same_target(spark: SparkSession, text: object, target: TableRef) -> bool:

@@ -59,16 +59,17 @@ from mssql_cdc.sink.bronze import (
 from mssql_cdc.sink.counts import ObservedCounts, count_batch
 from mssql_cdc.sink.facts import (
     BatchCounts,
+    BatchRow,
+    EventRow,
+    FactRow,
     FoldedMetrics,
-    batch_row,
-    event_rows,
     event_warnings,
     fold_metrics,
     metadata_json,
     parse_utc,
     utc_now,
 )
-from mssql_cdc.sink.facts_table import append_facts, last_batch
+from mssql_cdc.sink.facts_table import FactsTable, last_batch
 from mssql_cdc.sink.guard import Recorded, Verdict, check_replay, classify
 from mssql_cdc.sink.identity import check_facts_not_target, check_one_target, sink_arguments
 from mssql_cdc.sink.ledger import ids
@@ -523,35 +524,20 @@ class DeltaSink:
         duration_ms: int,
     ) -> None:
         written_at = utc_now()
-        rows = [
-            batch_row(
-                app_id=self.app_id,
-                batch_id=batch_id,
-                counts=counts,
-                metrics=folded,
-                started_at=started_at,
-                duration_ms=duration_ms,
-                target=self.target.text,
-                written_at=written_at,
-            )
+        rows: list[FactRow] = [
+            BatchRow(batch_id, counts, folded, started_at, duration_ms),
         ]
         if self.metrics is not None:
-            rows += event_rows(
-                app_id=self.app_id,
-                batch_id=batch_id,
-                events=self.metrics.events(),
-                target=self.target.text,
-                written_at=written_at,
-            )
+            rows += EventRow.from_files(batch_id, self.metrics.events())
         if self._warm_state == WARM_WITHIN_BATCH:
             # not started by now: the commit builds the state itself; started: it is finished
             # first. None starts after the commit (of the version it writes, of no use here)
             WARMER.withdraw(spark, facts)
-        append_facts(
-            spark,
-            facts,
+        FactsTable(spark, facts, seen=self._existing).append(
             rows,
-            ids.batch_facts(self.app_id, batch_id),
-            metadata_json(counts, self.app_id, batch_id),
-            seen=self._existing,
+            app_id=self.app_id,
+            target=self.target.text,
+            txn=ids.batch_facts(self.app_id, batch_id),
+            metadata=metadata_json(counts, self.app_id, batch_id),
+            written_at=written_at,
         )

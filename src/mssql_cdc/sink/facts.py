@@ -1,11 +1,14 @@
-"""Facts rows, every kind of them, as plain Python values: a micro-batch's counts and metrics,
-its event rows, a snapshot's ``snapshot_open`` row and its ``bootstrap`` (first snapshot or
-seed) or ``resnapshot`` (after data loss) row.
+"""Facts rows, every kind of them, as typed plain Python values (docs/sink.md#the-facts-table):
+a micro-batch's :class:`BatchRow` and :class:`EventRow` rows, a snapshot's
+:class:`SnapshotOpened` row, a chunked snapshot's :class:`SnapshotPlanned` and
+:class:`ChunkLanded` rows, and the :class:`Bootstrapped` (first snapshot or seed) or
+:class:`Resnapshotted` (after data loss) row that closes a snapshot; plus the metrics folding
+(:func:`fold_metrics`) of a batch's row.
 
-No Spark here: :func:`batch_row`, :func:`event_rows`, :func:`snapshot_open_row` and
-:func:`bootstrap_row` return tuples in the column order of ``schemas.FACTS``
-(docs/sink.md#the-facts-table) that ``facts_table`` turns into one DataFrame and appends in one
-commit. Times are naive ``datetime`` in UTC (TIMESTAMP_NTZ).
+No Spark here. Each row kind knows its own columns (``values()``); :func:`facts_row` adds the
+columns one commit shares (``app_id``, ``target``, ``written_at``) and returns the tuple in the
+column order of ``schemas.FACTS`` that ``facts_table.FactsTable`` appends. Times are naive
+``datetime`` in UTC (TIMESTAMP_NTZ).
 
 Event files (``MetricsDir.events()``) are read with these keys: ``kind`` (``schema_change``,
 ``capture_instance_switched``, ``data_skipped``, or ``warning``: a planning warning, which is
@@ -42,17 +45,11 @@ __all__ = [
     "Resnapshotted",
     "SnapshotOpened",
     "SnapshotPlanned",
-    "batch_row",
-    "bootstrap_row",
-    "event_rows",
     "event_warnings",
     "facts_row",
     "fold_metrics",
     "metadata_json",
     "parse_utc",
-    "resnapshot_row",
-    "snapshot_event_row",
-    "snapshot_open_row",
     "utc_now",
 ]
 
@@ -192,8 +189,10 @@ class FactRow(Protocol):
     every row of one commit shares (``app_id``, ``target``, ``written_at``;
     ``facts_table.FactsTable.append``); unset columns are NULL."""
 
-    #: the ``event`` column (``None``: a micro-batch row)
-    event: ClassVar[str | None]
+    @property
+    def event(self) -> str | None:
+        """The ``event`` column (``None``: a micro-batch row)."""
+        ...
 
     def values(self) -> dict[str, Any]:
         """The row's own columns, by name."""
@@ -493,32 +492,6 @@ def _row(values: Mapping[str, Any]) -> tuple[Any, ...]:
     return tuple(values.get(name) for name in _FACT_NAMES)
 
 
-def batch_row(
-    *,
-    app_id: str,
-    batch_id: int,
-    counts: BatchCounts,
-    metrics: FoldedMetrics,
-    started_at: datetime,
-    duration_ms: int,
-    target: str,
-    written_at: datetime,
-) -> tuple[Any, ...]:
-    """The micro-batch's facts row (``event`` NULL), in facts column order."""
-    values: dict[str, Any] = asdict(counts)
-    values.update(
-        {k: v for k, v in asdict(metrics).items() if k != "warnings"},
-        app_id=app_id,
-        batch_id=batch_id,
-        started_at=started_at,
-        duration_ms=duration_ms,
-        detail=metrics.detail,
-        target=target,
-        written_at=written_at,
-    )
-    return _row(values)
-
-
 def _detail(event: Mapping[str, Any]) -> str | None:
     detail = event.get("detail")
     if detail is None and event.get("kind") == "data_skipped":
@@ -526,52 +499,6 @@ def _detail(event: Mapping[str, Any]) -> str | None:
     if detail is None or isinstance(detail, str):
         return detail
     return json.dumps(detail, sort_keys=True)
-
-
-def event_rows(
-    *,
-    app_id: str,
-    batch_id: int,
-    events: Sequence[Mapping[str, Any]],
-    target: str,
-    written_at: datetime,
-) -> list[tuple[Any, ...]]:
-    """One facts row per event file, ordered by LSN: ``rows`` 0,
-    ``min_lsn`` = ``max_lsn`` = ``end_lsn`` = the event's LSN, the commit-time columns its
-    commit time. Planning warnings (:func:`event_warnings`) make no row; files of another kind
-    are skipped with a WARNING."""
-    rows: list[tuple[str, str, tuple[Any, ...]]] = []
-    for event in events:
-        kind = event.get("kind")
-        if kind == WARNING_EVENT:
-            continue
-        if kind not in EVENT_KINDS:
-            log.warning("ignoring metrics event file of unknown kind %r", kind)
-            continue
-        lsn = event.get("lsn") or event.get("from")
-        commit_ts = parse_utc(event.get("commit_ts"))
-        values = {
-            "app_id": app_id,
-            "batch_id": batch_id,
-            "rows": 0,
-            "min_lsn": lsn,
-            "max_lsn": lsn,
-            "min_commit_ts": commit_ts,
-            "max_commit_ts": commit_ts,
-            "deletes": 0,
-            "inserts": 0,
-            "updates": 0,
-            "event": kind,
-            "lost_from_ts": parse_utc(event.get("lost_from_ts")),
-            "lost_to_ts": parse_utc(event.get("lost_to_ts")),
-            "end_lsn": lsn,
-            "end_commit_ts": commit_ts,
-            "detail": _detail(event),
-            "target": target,
-            "written_at": written_at,
-        }
-        rows.append((str(lsn or ""), f"{kind}/{event.get('key', '')}", _row(values)))
-    return [row for _, _, row in sorted(rows, key=lambda r: (r[0], r[1]))]
 
 
 def event_warnings(events: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -584,182 +511,5 @@ def event_warnings(events: Sequence[Mapping[str, Any]]) -> list[str]:
     return sorted(messages)
 
 
-def _event(
-    event: str,
-    *,
-    app_id: str,
-    snapshot_lsn: str,
-    commit_ts: datetime | None,
-    target: str,
-    written_at: datetime,
-) -> dict[str, Any]:
-    return {
-        "app_id": app_id,
-        "batch_id": None,
-        "rows": 0,
-        "min_lsn": snapshot_lsn,
-        "max_lsn": snapshot_lsn,
-        "min_commit_ts": commit_ts,
-        "max_commit_ts": commit_ts,
-        "deletes": 0,
-        "inserts": 0,
-        "updates": 0,
-        "event": event,
-        "end_lsn": snapshot_lsn,
-        "end_commit_ts": commit_ts,
-        "target": target,
-        "written_at": written_at,
-    }
-
-
-def snapshot_open_row(
-    *,
-    app_id: str,
-    snapshot_lsn: str,
-    commit_ts: datetime | None,
-    target: str,
-    written_at: datetime,
-    kind: str = "bootstrap",
-    generation: int = 0,
-    lost_from_ts: datetime | None = None,
-    lost_to_ts: datetime | None = None,
-    mode: str = "full",
-    extra: Mapping[str, Any] | None = None,
-) -> tuple[Any, ...]:
-    """The ``snapshot_open`` row, written before the table is read: ``min_lsn`` = ``max_lsn``
-    = ``end_lsn`` = the snapshot LSN, ``rows`` 0, ``detail`` ``{"mode": "full"|"chunked",
-    "kind": "bootstrap"|"resnapshot", "generation": n, "lost_from_ts", "lost_to_ts"}`` plus
-    ``extra`` (a chunked snapshot's ``keys``); a re-snapshot also fills the ``lost_*``
-    columns."""
-    values = _event(
-        "snapshot_open",
-        app_id=app_id,
-        snapshot_lsn=snapshot_lsn,
-        commit_ts=commit_ts,
-        target=target,
-        written_at=written_at,
-    )
-    values.update(lost_from_ts=lost_from_ts, lost_to_ts=lost_to_ts)
-    values["detail"] = json.dumps(
-        {
-            "mode": mode,
-            "kind": kind,
-            "generation": generation,
-            "lost_from_ts": _iso(lost_from_ts),
-            "lost_to_ts": _iso(lost_to_ts),
-            **(extra or {}),
-        },
-        sort_keys=True,
-    )
-    return _row(values)
-
-
-def snapshot_event_row(
-    event: str,
-    *,
-    app_id: str,
-    snapshot_lsn: str,
-    commit_ts: datetime | None,
-    target: str,
-    written_at: datetime,
-    detail: Mapping[str, Any],
-    rows: int = 0,
-    min_lsn: str | None = None,
-    max_lsn: str | None = None,
-    started_at: datetime | None = None,
-    duration_ms: int | None = None,
-) -> tuple[Any, ...]:
-    """A chunked snapshot's ``snapshot_plan`` or ``snapshot_chunk`` row: ``min_lsn`` /
-    ``max_lsn`` default to the snapshot LSN (a chunk gives its stamp and the server's
-    ``max_lsn`` after the read), ``end_lsn`` the snapshot LSN, ``detail`` as JSON."""
-    values = _event(
-        event,
-        app_id=app_id,
-        snapshot_lsn=snapshot_lsn,
-        commit_ts=commit_ts,
-        target=target,
-        written_at=written_at,
-    )
-    values.update(
-        rows=rows,
-        min_lsn=min_lsn or snapshot_lsn,
-        max_lsn=max_lsn or snapshot_lsn,
-        started_at=started_at,
-        duration_ms=duration_ms,
-        detail=json.dumps(dict(detail), sort_keys=True),
-    )
-    return _row(values)
-
-
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat(timespec="milliseconds")
-
-
-def bootstrap_row(
-    *,
-    app_id: str,
-    snapshot_lsn: str,
-    commit_ts: datetime | None,
-    rows: int,
-    started_at: datetime | None,
-    duration_ms: int | None,
-    target: str,
-    written_at: datetime,
-    detail: Mapping[str, Any] | None = None,
-) -> tuple[Any, ...]:
-    """The ``bootstrap`` row: the snapshot's ``rows`` (0 for an empty table, whose only trace
-    it is), ``min_lsn`` = ``max_lsn`` = ``end_lsn`` = the snapshot LSN; ``started_at`` and
-    ``duration_ms`` of the read when this run took it (``None`` when a rerun repairs it);
-    a chunked snapshot's ``detail`` ``{snapshot, chunks, rows, last_lsn}``."""
-    values = _event(
-        "bootstrap",
-        app_id=app_id,
-        snapshot_lsn=snapshot_lsn,
-        commit_ts=commit_ts,
-        target=target,
-        written_at=written_at,
-    )
-    values.update(rows=rows, started_at=started_at, duration_ms=duration_ms)
-    if detail is not None:
-        values["detail"] = json.dumps(dict(detail), sort_keys=True)
-    return _row(values)
-
-
-def resnapshot_row(
-    *,
-    app_id: str,
-    snapshot_lsn: str,
-    commit_ts: datetime | None,
-    rows: int | None,
-    started_at: datetime | None,
-    duration_ms: int | None,
-    lost_from_ts: datetime | None,
-    lost_to_ts: datetime | None,
-    generation: int,
-    target: str,
-    written_at: datetime,
-    detail: Mapping[str, Any] | None = None,
-) -> tuple[Any, ...]:
-    """The ``resnapshot`` row of the re-snapshot that opens ``generation`` after data loss:
-    ``app_id`` the generation's sink id (``<app_id>.g<n>``), ``min_lsn`` = ``max_lsn`` =
-    ``end_lsn`` = the snapshot LSN, the lost range in ``lost_from_ts`` (commit time of the last
-    offset processed; ``None`` when unknown) and ``lost_to_ts`` (of the oldest change CDC still
-    held), ``detail`` ``{"generation": n}`` plus ``detail`` (a chunked re-snapshot's
-    ``{snapshot, chunks, rows, last_lsn}``)."""
-    values = _event(
-        "resnapshot",
-        app_id=app_id,
-        snapshot_lsn=snapshot_lsn,
-        commit_ts=commit_ts,
-        target=target,
-        written_at=written_at,
-    )
-    values.update(
-        rows=rows,
-        started_at=started_at,
-        duration_ms=duration_ms,
-        lost_from_ts=lost_from_ts,
-        lost_to_ts=lost_to_ts,
-        detail=json.dumps({"generation": generation, **(detail or {})}, sort_keys=True),
-    )
-    return _row(values)

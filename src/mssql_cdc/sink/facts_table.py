@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mssql_cdc.sink.facts import bootstrap_row, resnapshot_row, snapshot_open_row, utc_now
+from mssql_cdc.sink.facts import (
+    Bootstrapped,
+    FactRow,
+    Resnapshotted,
+    SnapshotOpened,
+    facts_row,
+    utc_now,
+)
 from mssql_cdc.sink.ledger import ids
 from mssql_cdc.sink.local_rows import rows_frame
 from mssql_cdc.sink.schemas import FACTS
@@ -26,6 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Row, SparkSession
 
 __all__ = [
+    "FactsTable",
     "LastBatch",
     "append_facts",
     "bootstrap_lsn",
@@ -59,7 +67,8 @@ def append_facts(
     *,
     seen: set[TableRef] | None = None,
 ) -> None:
-    """Appends ``rows`` (in facts column order) in one commit, creating the table first.
+    """Appends ``rows`` (tuples in facts column order, ``facts.facts_row``) in one commit,
+    creating the table first.
 
     Args:
         txn: the commit's transaction (``ledger.ids``): Delta skips the commit when its
@@ -71,6 +80,50 @@ def append_facts(
     ensure_facts_table(spark, facts, seen=seen)
     df = rows_frame(spark, FACTS, rows)
     facts.append(df, txn, metadata)
+
+
+class FactsTable:
+    """The facts table bound to a session, as ``DeltaTable`` binds one: the one writer of
+    every kind of facts row (``facts.FactRow``). Runs on the driver (or Spark Connect's
+    ``foreachBatch`` worker); building one reads nothing.
+
+    Args:
+        seen: tables known to exist, shared with the caller (``tables.ensure_table``): a sink
+            keeps one set for its whole run, so the table is looked up once.
+    """
+
+    def __init__(
+        self, spark: SparkSession, ref: TableRef, *, seen: set[TableRef] | None = None
+    ) -> None:
+        self.spark = spark
+        self.ref = ref
+        self.seen = seen
+
+    def __repr__(self) -> str:
+        return f"FactsTable({self.ref.text!r})"
+
+    def append(
+        self,
+        rows: Sequence[FactRow],
+        *,
+        app_id: str,
+        target: str,
+        txn: Txn | None,
+        metadata: str | None = None,
+        written_at: datetime | None = None,
+    ) -> None:
+        """Appends ``rows`` in one commit (the table created first), each with the columns the
+        commit shares: ``app_id`` (the writing stream's sink id), ``target`` (its bronze table,
+        as the stream names it) and one ``written_at`` (now, unless given).
+
+        Args:
+            txn: the commit's transaction, from the ledger; ``None``: none (a full snapshot's
+                ``snapshot_open`` row).
+            metadata: the commit's ``userMetadata`` (with ``txn``).
+        """
+        at = utc_now() if written_at is None else written_at
+        tuples = [facts_row(r, app_id=app_id, target=target, written_at=at) for r in rows]
+        append_facts(self.spark, self.ref, tuples, txn, metadata, seen=self.seen)
 
 
 def write_snapshot_open(
@@ -89,18 +142,9 @@ def write_snapshot_open(
     """Appends a full snapshot's ``snapshot_open`` row (no idempotency key: each run that
     reads writes one); ``kind`` ``bootstrap`` or ``resnapshot`` (with its generation and lost
     range)."""
-    row = snapshot_open_row(
-        app_id=app_id,
-        snapshot_lsn=snapshot_lsn,
-        commit_ts=commit_ts,
-        target=target.text,
-        written_at=utc_now(),
-        kind=kind,
-        generation=generation,
-        lost_from_ts=lost_from_ts,
-        lost_to_ts=lost_to_ts,
-    )
-    append_facts(spark, facts, [row], None)
+    assert kind == ("resnapshot" if generation > 0 else "bootstrap")
+    row = SnapshotOpened(snapshot_lsn, commit_ts, generation, "full", lost_from_ts, lost_to_ts)
+    FactsTable(spark, facts).append([row], app_id=app_id, target=target.text, txn=None)
 
 
 def write_bootstrap(
@@ -118,19 +162,11 @@ def write_bootstrap(
 ) -> None:
     """Appends the ``bootstrap`` row once per app_id (``txnAppId`` ``<app_id>#events``,
     ``txnVersion`` 0); ``detail`` for a chunked snapshot's completion."""
-    row = bootstrap_row(
-        detail=detail,
-        app_id=app_id,
-        snapshot_lsn=lsn,
-        commit_ts=commit_ts,
-        rows=rows,
-        started_at=started_at,
-        duration_ms=duration_ms,
-        target=target.text,
-        written_at=utc_now(),
-    )
+    row = Bootstrapped(lsn, commit_ts, rows, started_at, duration_ms, detail)
     meta = json.dumps({"app_id": app_id, "event": "bootstrap", "snapshot_lsn": lsn})
-    append_facts(spark, facts, [row], ids.bootstrap(app_id), meta)
+    FactsTable(spark, facts).append(
+        [row], app_id=app_id, target=target.text, txn=ids.bootstrap(app_id), metadata=meta
+    )
 
 
 def write_resnapshot(
@@ -153,24 +189,16 @@ def write_resnapshot(
     """Appends the ``resnapshot`` row of ``generation`` once (``txnAppId`` ``<app_id>#events``
     of the user's app_id, ``txnVersion`` the generation); ``sink_id`` is its ``app_id``
     column (``<app_id>.g<n>``); ``detail`` for a chunked re-snapshot's completion."""
-    row = resnapshot_row(
-        app_id=sink_id,
-        snapshot_lsn=lsn,
-        commit_ts=commit_ts,
-        rows=rows,
-        started_at=started_at,
-        duration_ms=duration_ms,
-        lost_from_ts=lost_from_ts,
-        lost_to_ts=lost_to_ts,
-        generation=generation,
-        target=target.text,
-        written_at=utc_now(),
-        detail=detail,
+    row = Resnapshotted(
+        generation, lsn, commit_ts, rows, started_at, duration_ms, lost_from_ts, lost_to_ts, detail
     )
     meta = json.dumps(
         {"app_id": sink_id, "event": "resnapshot", "snapshot_lsn": lsn, "generation": generation}
     )
-    append_facts(spark, facts, [row], ids.resnapshot(app_id, generation), meta)
+    txn = ids.resnapshot(app_id, generation)
+    FactsTable(spark, facts).append(
+        [row], app_id=sink_id, target=target.text, txn=txn, metadata=meta
+    )
 
 
 # -- reading ---------------------------------------------------------------------------------
