@@ -56,6 +56,7 @@ __all__ = [
     "SourceOptions",
     "markdown_table",
     "parse_options",
+    "snapshot_read_options",
 ]
 
 log = logging.getLogger("mssql_cdc.options")
@@ -490,6 +491,14 @@ def parse_options(raw: Mapping[str, str]) -> ReaderOptions:
             raise spec.refuse(text) from None
         _warn_inert(spec)
     return ReaderOptions(**values)
+
+
+def snapshot_read_options(raw: Mapping[str, str]) -> dict[str, str]:
+    """The data source options a snapshot read (``format("mssql_cdc_snapshot")``) of a stream
+    takes: the stream's, without ``metricsPath`` and ``startingLsn`` (names matched ignoring
+    case)."""
+    dropped = {"metricspath", "startinglsn"}
+    return {k: v for k, v in raw.items() if k.lower() not in dropped}
 
 
 def _cell(text: str) -> str:

@@ -23,8 +23,10 @@ from local_spark import spark_config
 
 def main(job_file: str) -> int:
     job = json.loads(Path(job_file).read_text())
+    from _pipeline import backfill_hook
+
     from mssql_cdc import stream
-    from mssql_cdc.pipeline import backfill as backfill_module
+    from mssql_cdc.sink.ledger import ledger as ledger_module
     from mssql_cdc.spark import get_spark
 
     def crash(at: str, last_chunk: int) -> None:
@@ -32,7 +34,7 @@ def main(job_file: str) -> int:
             sys.stdout.flush()
             os.killpg(os.getpgrp(), signal.SIGKILL)
 
-    backfill_module.crash_point = crash
+    ledger_module.commit_hook = backfill_hook(crash)
     spark = get_spark(
         "mssql-cdc-backfill-crash",
         "local[2]",

@@ -8,6 +8,26 @@ from typing import Any, ClassVar
 from cdc_source import CdcSource
 
 ORDER = ["_start_lsn", "_command_id", "_seqval", "_operation"]
+#: the steps of a backfill wave the crash tests stop at, as the ledger's commit points
+BACKFILL_STEPS = {
+    ("chunk_wave", "before"): "before_append",  # the wave is read, nothing of it written
+    ("chunk_wave", "after"): "after_append",  # its bronze append landed, its facts rows not
+    ("snapshot_closed", "before"): "before_close",  # every chunk recorded, the close not
+}
+
+
+def backfill_hook(step_hook: Any) -> Any:
+    """The ledger's ``commit_hook`` that calls ``step_hook(step, version)`` at each of
+    :data:`BACKFILL_STEPS` (``version``: the commit's ``txnVersion``)."""
+
+    def hook(kind: str, when: str, txn: Any) -> None:
+        step = BACKFILL_STEPS.get((kind, when))
+        if step is not None:
+            step_hook(step, txn.version)
+
+    return hook
+
+
 CHANGE = ["_start_lsn", "_seqval", "_operation", "_command_id", "id", "name", "qty"]
 
 

@@ -10,9 +10,10 @@ import logging
 import uuid
 
 import pytest
+from _pipeline import backfill_hook
 
 from mssql_cdc import BackfillStatus, apply_changes, newest_snapshot, stream
-from mssql_cdc.pipeline import backfill as backfill_module
+from mssql_cdc.sink.ledger import ledger as ledger_module
 
 ORDER = ["_start_lsn", "_command_id", "_seqval", "_operation"]
 
@@ -227,15 +228,15 @@ def test_backfill_resumes_after_crashes_pauses_for_headroom_and_keeps_one_mode(
     )
     assert "below min_headroom_hours=1e+06" in (paused.reason or "")
 
-    monkeypatch.setattr(backfill_module, "crash_point", _crash_at("after_append"))
+    monkeypatch.setattr(ledger_module, "commit_hook", backfill_hook(_crash_at("after_append")))
     with pytest.raises(_CrashError):
         s.backfill(max_waves=1)
     assert _events(spark, s.facts, "snapshot_chunk") == []  # landed in bronze, not recorded
-    monkeypatch.setattr(backfill_module, "crash_point", _crash_at("before_append"))
+    monkeypatch.setattr(ledger_module, "commit_hook", backfill_hook(_crash_at("before_append")))
     with caplog.at_level(logging.INFO, logger="mssql_cdc"), pytest.raises(_CrashError):
         s.backfill(max_waves=1)
     assert any("without their facts rows" in r.getMessage() for r in caplog.records)
-    monkeypatch.setattr(backfill_module, "crash_point", None)
+    monkeypatch.setattr(ledger_module, "commit_hook", None)
     done = s.backfill()
     assert (done.state, done.chunks_done, done.chunks_total) == ("done", 4, 4)
 

@@ -9,7 +9,8 @@ import math
 import pytest
 
 from mssql_cdc.pipeline.arguments import check_recovery
-from mssql_cdc.pipeline.generations import (
+from mssql_cdc.sink.ledger import ids
+from mssql_cdc.sink.ledger.checkpoint import (
     GenerationState,
     Recovering,
     generation_checkpoint,
@@ -17,7 +18,6 @@ from mssql_cdc.pipeline.generations import (
     read_state,
     write_state,
 )
-from mssql_cdc.sink.ledger import ids
 
 
 def test_state_round_trip_and_absent_file_is_generation_zero(tmp_path):
@@ -116,7 +116,7 @@ def test_accepted_data_loss_arguments():
 
 
 def test_unfinished_first_log_entry_is_removed_and_a_written_log_left_alone(tmp_path):
-    from mssql_cdc.pipeline.generations import clear_unfinished_log_writes
+    from mssql_cdc.sink.ledger.checkpoint import clear_unfinished_log_writes
 
     temp = ".0.fe696882-0b23-4518-9c43-07a30ed71cf0.tmp"
     offsets = tmp_path / "cp" / "offsets"

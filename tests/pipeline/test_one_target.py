@@ -135,16 +135,16 @@ def test_a_bootstrap_that_read_the_table_checks_the_target_again_before_the_quer
 ):
     """ADR 0179: the sink of to_delta skips its first check, so a bootstrap that read the table
     (which may take hours) is followed by a second check; one that found its snapshot is not."""
-    from mssql_cdc.pipeline import cdc_stream
+    from mssql_cdc.sink.ledger import identity
 
     calls = []
-    real = cdc_stream.check_one_target
+    real = identity.check_one_target
 
     def counting(*args, **kwargs):
         calls.append(args[1])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cdc_stream, "check_one_target", counting)
+    monkeypatch.setattr(identity, "check_one_target", counting)
     source.sql("INSERT INTO dbo.orders VALUES (1, N'a', 1)")
     source.scan()
     per_run = []

@@ -10,6 +10,7 @@ import json
 import logging
 
 import pytest
+from _pipeline import backfill_hook
 
 from mssql_cdc import DataLossError, newest_snapshot, stream
 from mssql_cdc.finalization import advance, end_offset_from_progress
@@ -308,8 +309,8 @@ def test_chunked_resnapshot_after_purge_is_filled_by_backfill_across_crashes(  #
     verdicts: bronze's never moves backwards across generations, silver's is held while the
     chunked re-snapshot is open and moves once it is complete."""
     from mssql_cdc import apply_changes
-    from mssql_cdc.pipeline import backfill as backfill_module
-    from mssql_cdc.pipeline import recovery as recovery_module
+    from mssql_cdc.sink.ledger import checkpoint as recovery_module
+    from mssql_cdc.sink.ledger import ledger as backfill_module
 
     bronze, facts, control = (str(tmp_path / n) for n in ("bronze", "facts", "control"))
     source.sql(
@@ -391,13 +392,17 @@ def test_chunked_resnapshot_after_purge_is_filled_by_backfill_across_crashes(  #
     # a wave crashes after its append; a young retention headroom never pauses the backfill
     monkeypatch.setattr(
         backfill_module,
-        "crash_point",
-        lambda at, last: (_ for _ in ()).throw(_CrashError(at)) if at == "after_append" else None,
+        "commit_hook",
+        backfill_hook(
+            lambda at, last: (
+                (_ for _ in ()).throw(_CrashError(at)) if at == "after_append" else None
+            )
+        ),
     )
     cdc = stream(spark, source.options(numPartitions="2"))
     with pytest.raises(_CrashError):
         cdc.backfill(bronze, app_id="orders", facts_table=facts, chunk_rows=3, max_waves=1)
-    monkeypatch.setattr(backfill_module, "crash_point", None)
+    monkeypatch.setattr(backfill_module, "commit_hook", None)
     source.sql("UPDATE dbo.orders SET qty = -1 WHERE id IN (1, 10)")
     source.sql("DELETE FROM dbo.orders WHERE id = 2")
     source.scan()
@@ -446,7 +451,8 @@ def test_second_loss_while_a_chunked_resnapshot_is_open(spark, source, emulator,
     ``resnapshot_interval_days`` a ``DataLossError``; allowed, generation 2 opens its own chunked
     snapshot, ``backfill()`` fills and closes that one, and generation 1's abandoned snapshot
     holds nothing open (silver's verdict is not held by it)."""
-    from mssql_cdc.sink import open_chunked_snapshots, table_ref
+    from mssql_cdc.sink import table_ref
+    from mssql_cdc.sink.ledger.snapshot_events import open_chunked_snapshots
 
     bronze, facts = str(tmp_path / "bronze"), str(tmp_path / "facts")
     source.sql(

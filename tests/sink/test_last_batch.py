@@ -1,6 +1,6 @@
-"""``facts_table.last_batch``: the newest micro-batch row of an app id, read from the newest
+"""``ledger.landed.last_batch``: the newest micro-batch row of an app id, read from the newest
 files when the caller knows the facts commits' ``txnVersion`` (the sink's first batch of a run,
-``DeltaSink._recorded``)."""
+``Ledger.decide``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 from _changes import change, changes
 
-from mssql_cdc.sink import delta_sink, last_batch, table_ref
+from mssql_cdc.sink import delta_sink, table_ref
+from mssql_cdc.sink.ledger.landed import last_batch
 
 
 def _added_files(facts: Path) -> list[str]:
@@ -49,7 +50,7 @@ def test_the_newest_batch_is_found_in_the_newest_files_and_equals_the_full_read(
 def test_a_new_run_of_the_sink_reads_from_the_facts_commits_txn_version(
     spark, tmp_path, monkeypatch
 ):
-    import mssql_cdc.sink.delta as sink_module
+    import mssql_cdc.sink.ledger.landed as sink_module
 
     asked = []
     real = sink_module.last_batch

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from mssql_cdc.sink import newest_whole_snapshot, table_ref
+from mssql_cdc.sink import table_ref
+from mssql_cdc.sink.ledger.landed import newest_whole_snapshot
 
 DDL = (
     "id INT, _operation INT, _start_lsn STRING, _snapshot STRING, _chunk INT, "

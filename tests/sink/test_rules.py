@@ -12,7 +12,7 @@ import pytest
 
 from mssql_cdc._metrics import PartitionMetrics
 from mssql_cdc.sink.facts import EventRow, FoldedMetrics, facts_row, fold_metrics
-from mssql_cdc.sink.guard import Recorded, Verdict, check_replay, classify
+from mssql_cdc.sink.ledger.rewind import Recorded, Verdict, check_replay, classify
 from mssql_cdc.sink.schemas import FACTS_COLUMNS
 from mssql_cdc.sink.tables import table_ref
 

@@ -91,15 +91,15 @@ def test_within_a_batch_the_facts_commit_finds_its_state_and_nothing_is_computed
 ):
     """ADR 0180: a query that stops after its batches has the facts table's state computed
     during the bronze write, and nothing computed after the batch's commits."""
-    import mssql_cdc.sink.delta as sink_module
+    from mssql_cdc.sink.bronze import BronzeTable
 
-    appended = sink_module.append_bronze
+    appended = BronzeTable.append
 
     def append_once_computed(*args, **kwargs):  # the computation ends before the write, here
         assert WARMER.wait_idle(120)
         appended(*args, **kwargs)
 
-    monkeypatch.setattr(sink_module, "append_bronze", append_once_computed)
+    monkeypatch.setattr(BronzeTable, "append", append_once_computed)
     sinks = _sinks(tmp_path, "within", (False, "within_batch"))
     for sink in sinks.values():
         sink(changes(spark, FIRST), 0)

@@ -55,11 +55,22 @@ def test_bad_backfill_arguments_are_refused(name, value, error, message):
         check_backfill_args(**{**ARGS, name: value})
 
 
+def _ledger(app_id: str = "orders"):
+    from mssql_cdc.sink import Ledger, StreamTables, table_ref
+
+    tables = StreamTables(
+        None,  # type: ignore[arg-type]  # every read is replaced
+        table_ref("bronze.orders", "target"),
+        table_ref("ops.facts", "facts_table"),
+    )
+    return Ledger(tables, app_id)
+
+
 def _pause_run(wanted: float | None):
     from mssql_cdc.pipeline import backfill as module
 
     args = check_backfill_args(**{**ARGS, "min_headroom_hours": wanted})
-    return module._Run(None, {}, None, None, "orders.g1", None, args)  # type: ignore[arg-type]
+    return module._Run(None, _ledger(), args, "orders.g1")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -80,6 +91,7 @@ def test_headroom_pause(monkeypatch, caplog, newest, wanted, paused):
     import logging
 
     from mssql_cdc.pipeline import backfill as module
+    from mssql_cdc.sink.ledger import landed
 
     now = dt.datetime(2026, 12, 1, 12, 0, 0)
     monkeypatch.setattr(module, "utc_now", lambda: now)
@@ -91,7 +103,7 @@ def test_headroom_pause(monkeypatch, caplog, newest, wanted, paused):
         asked.append(app_id)
         return found
 
-    monkeypatch.setattr(module, "newest_headroom", fake)
+    monkeypatch.setattr(landed, "newest_headroom", fake)
     run = _pause_run(wanted)
     with caplog.at_level(logging.WARNING, logger="mssql_cdc"):
         first = module._headroom_pause(run, "orders.g1")
@@ -121,20 +133,21 @@ def test_backfill_without_a_chunked_snapshot_returns_no_snapshot(
     import logging
 
     from mssql_cdc.pipeline import backfill as module
-    from mssql_cdc.sink import table_ref
+    from mssql_cdc.pipeline.reader import TableReader
+    from mssql_cdc.sink.ledger import landed
+    from mssql_cdc.sink.ledger import ledger as ledger_module
 
-    monkeypatch.setattr(module, "chunked_snapshot", lambda spark, facts, app_id, target: None)
-    monkeypatch.setattr(module, "bootstrap_lsn", lambda spark, facts, app_id, target: whole)
-    monkeypatch.setattr(module, "newest_snapshot_opened", lambda spark, facts, target: None)
+    monkeypatch.setattr(
+        ledger_module, "chunked_snapshot", lambda spark, facts, app_id, target: None
+    )
+    monkeypatch.setattr(landed, "bootstrap_lsn", lambda spark, facts, app_id, target: whole)
+    monkeypatch.setattr(ledger_module, "newest_snapshot_opened", lambda spark, facts, target: None)
     raw = {"connectionString": "Server=localhost;Database=shop", "captureInstance": "dbo_orders"}
     with caplog.at_level(logging.WARNING, logger="mssql_cdc"):
         status = module.backfill(
-            None,  # type: ignore[arg-type]
-            raw,
-            target=table_ref("bronze.orders", "target"),
-            app_id="orders",
-            facts=table_ref("ops.facts", "facts_table"),
-            args=check_backfill_args(**{**ARGS, "min_headroom_hours": 1.0}),
+            TableReader.of(None, raw),  # type: ignore[arg-type]
+            _ledger(),
+            check_backfill_args(**{**ARGS, "min_headroom_hours": 1.0}),
         )
     assert (status.state, status.paused, status.done) == ("no_snapshot", True, False)
     assert (status.snapshot, status.chunks_done, status.chunks_total, status.waves) == (
@@ -164,28 +177,35 @@ def test_backfill_refuses_first_while_the_streams_full_snapshot_is_open(
     monkeypatch, opened, closed, refused
 ):
     from mssql_cdc.pipeline import backfill as module
-    from mssql_cdc.sink import table_ref
-    from mssql_cdc.sink.facts_table import SnapshotOpen
+    from mssql_cdc.pipeline.reader import TableReader
+    from mssql_cdc.sink import SnapshotOpen
+    from mssql_cdc.sink.ledger import landed
+    from mssql_cdc.sink.ledger import ledger as ledger_module
 
-    monkeypatch.setattr(module, "chunked_snapshot", lambda spark, facts, app_id, target: None)
-    monkeypatch.setattr(module, "bootstrap_lsn", lambda spark, facts, app_id, target: None)
     monkeypatch.setattr(
-        module, "newest_snapshot_opened", lambda spark, facts, target: SnapshotOpen(*opened)
+        ledger_module, "chunked_snapshot", lambda spark, facts, app_id, target: None
+    )
+    monkeypatch.setattr(landed, "bootstrap_lsn", lambda spark, facts, app_id, target: None)
+    monkeypatch.setattr(
+        ledger_module, "newest_snapshot_opened", lambda spark, facts, target: SnapshotOpen(*opened)
     )
     monkeypatch.setattr(
-        module,
+        ledger_module,
         "newest_snapshot_event",
         lambda spark, facts, target: None if closed is None else (closed, None),
     )
 
     def call():
         return module.backfill(
-            None,  # type: ignore[arg-type]
-            {"connectionString": "Server=localhost;Database=shop", "captureInstance": "dbo_orders"},
-            target=table_ref("bronze.orders", "target"),
-            app_id="orders",
-            facts=table_ref("ops.facts", "facts_table"),
-            args=check_backfill_args(**ARGS),
+            TableReader.of(
+                None,  # type: ignore[arg-type]
+                {
+                    "connectionString": "Server=localhost;Database=shop",
+                    "captureInstance": "dbo_orders",
+                },
+            ),
+            _ledger(),
+            check_backfill_args(**ARGS),
         )
 
     if refused:

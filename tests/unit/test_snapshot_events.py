@@ -8,8 +8,7 @@ from datetime import datetime
 
 from pyspark.sql import Row
 
-from mssql_cdc.sink import SnapshotEvents
-from mssql_cdc.sink.facts_table import SnapshotOpen
+from mssql_cdc.sink import SnapshotEvents, SnapshotOpen
 
 TS = datetime(2026, 1, 1)
 

@@ -100,9 +100,9 @@ def read_facts(spark: SparkSession, facts_table: str, hours: float | None = None
 
 def _stream_of(app_id: str) -> str:
     """A re-snapshot's rows carry ``<app_id>.g<n>``: drawn with the stream they belong to."""
-    from mssql_cdc.sink import ids
+    from mssql_cdc.sink import stream_of_sink
 
-    return ids.stream_of_sink(app_id)
+    return stream_of_sink(app_id)
 
 
 def stream_series(facts: pa.Table) -> list[StreamSeries]:

@@ -4,27 +4,26 @@ stream (docs/bootstrap.md#chunked-snapshots-and-backfill; ADRs 0160-0162).
 Runs on the driver, in the calling Python process (it must reach SQL Server). One call:
 
 1. finds the stream's newest chunked snapshot of the target in the facts table
-   (:func:`mssql_cdc.sink.chunked_snapshot`); none returns state ``no_snapshot`` at once
+   (``Ledger.chunked``); none returns state ``no_snapshot`` at once
    (paused, with the reason: not opened yet, another target/app_id/facts table, or a stream
    that bootstraps with ``snapshot="full"``), a closed one returns ``done``;
 2. plans it once: the first call cuts the table into chunks of ``chunk_rows`` keys
    (:func:`mssql_cdc.source.plan_chunks`) and records the plan in the ``snapshot_plan`` facts
    row; every later call, after any crash, reads the plan back and never plans again;
-3. repairs a crash between a wave's bronze append and its facts rows: bronze's ``txnVersion``
-   under ``<app_id>#snapchunks.<S>`` says which chunks landed (chunks land in plan order, the
-   version is the wave's last chunk), the missing ``snapshot_chunk`` rows are written from the
-   rows bronze holds;
+3. repairs a crash between a wave's bronze append and its facts rows: the ledger says which
+   chunks bronze holds (the version of the wave commits is the wave's last chunk, and chunks
+   land in plan order), the missing ``snapshot_chunk`` rows are written from the rows bronze
+   holds;
 4. reads waves: before each, pauses (``waiting_headroom``) when the stream's newest facts row
    shows less retention headroom than ``min_headroom_hours`` (minus that row's age), or
    (``waiting_metrics``) when the stream has written no micro-batch facts row yet; stops with
    ``running`` when ``max_waves``/``max_seconds`` ran out; records the wave's stamp L
    (``sys.fn_cdc_get_max_lsn()``, >= S), reads the next chunks through
    ``format("mssql_cdc_snapshot")`` with ``snapshotChunks`` (one partition per chunk, rows
-   stamped L), appends them in one commit (``txnVersion`` the wave's last chunk: a replay is
-   skipped by Delta), then writes one ``snapshot_chunk`` row per chunk (same idempotency key
-   on the facts table);
+   stamped L), appends them in one commit (keyed by the wave's last chunk: a replay is skipped
+   by Delta), then writes one ``snapshot_chunk`` row per chunk (same key on the facts table);
 5. after the last chunk, writes the row that makes the snapshot complete
-   (``pipeline.snapshots.newest_complete_snapshot``; min = max = S, rows = the chunks' sum):
+   (``TargetLedger.newest_complete``; min = max = S, rows = the chunks' sum):
    ``bootstrap``, or for a chunked re-snapshot after data loss (generation ``n`` > 0, opened by
    ``pipeline.recovery``; its rows carry ``<app_id>.g<n>``) the generation's ``resnapshot``
    row (ADR 0163).
@@ -39,41 +38,21 @@ before the read) and in the stream after L: the latest image per key is the tabl
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mssql_cdc.options import ReaderOptions, parse_options
-from mssql_cdc.pipeline.snapshots import read_options
-from mssql_cdc.sink import (
-    ChunkedSnapshot,
-    ChunkFact,
-    TableRef,
-    bootstrap_lsn,
-    chunk_rows,
-    chunked_snapshot,
-    ids,
-    newest_headroom,
-    newest_snapshot_event,
-    newest_snapshot_opened,
-    snapshot_txn_version,
-    utc_now,
-    write_bootstrap,
-    write_chunks,
-    write_resnapshot,
-    write_snapshot_chunks,
-    write_snapshot_plan,
-)
-from mssql_cdc.source import chunk_key, plan_chunks, snapshot_position
+from mssql_cdc.pipeline.reader import TableReader
+from mssql_cdc.sink import ChunkedSnapshot, ChunkFact, ChunkLanded, SnapshotPlanned, utc_now
 from mssql_cdc.types import BackfillState, BackfillStatus
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from mssql_cdc.sink import Ledger, TableRef
 
 __all__ = ["BackfillArgs", "backfill", "check_backfill_args", "open_progress"]
 
@@ -87,11 +66,6 @@ _ISOLATIONS = {"snapshot": "snapshot", "readcommitted": "readCommitted"}
 
 #: sink ids already warned that their headroom is unknown (one WARNING per process)
 _unknown_headroom_warned: set[str] = set()
-
-#: test hook: called with ``"before_append"`` / ``"after_append"`` and the wave's last chunk,
-#: and with ``"before_close"`` and the last chunk once every chunk's facts row is written (a
-#: test raises from it, or kills the process, to stand for a crash at that point)
-crash_point: Callable[[str, int], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -163,14 +137,17 @@ def check_backfill_args(
 
 @dataclass
 class _Run:
-    spark: SparkSession
-    raw: dict[str, str]
-    options: ReaderOptions
-    target: TableRef
-    #: the snapshot's sink id: the user's app_id, or ``<app_id>.g<n>`` for a re-snapshot
-    app_id: str
-    facts: TableRef
+    """One ``backfill()`` call: the table, the ledger of the stream, its arguments and the sink
+    id the snapshot's rows carry (the user's app_id, or ``<app_id>.g<n>`` for a re-snapshot)."""
+
+    reader: TableReader
+    ledger: Ledger
     args: BackfillArgs
+    sink_id: str
+
+    @property
+    def target(self) -> TableRef:
+        return self.ledger.target
 
 
 def _status(
@@ -211,10 +188,10 @@ def open_progress(spark: SparkSession, facts: TableRef) -> list[tuple[str, str, 
     """``(app_id, target, status)`` of every chunked snapshot the facts table holds open (the
     progress ``mssql-cdc status`` shows): state ``running`` (call ``backfill()`` again), with
     ``chunks_total`` ``None`` and a note before the first call planned it."""
-    from mssql_cdc.sink import open_chunked_snapshots
+    from mssql_cdc.sink import TargetLedger
 
     out = []
-    for snap in open_chunked_snapshots(spark, facts):
+    for snap in TargetLedger.open_everywhere(spark, facts):
         reason = None if snap.plan is not None else "not planned yet: run backfill()"
         status = _status(snap, snap.plan, snap.chunks, "running", waves=0, reason=reason)
         out.append((snap.app_id, snap.target, status))
@@ -225,7 +202,7 @@ def _plan(run: _Run, snap: ChunkedSnapshot) -> dict[str, Any]:
     """The recorded plan, checked against the table's key; planned and recorded first when
     there is none."""
     if snap.plan is not None:
-        keys = [name for name, _ in chunk_key(run.options)]
+        keys = run.reader.chunk_key()
         if [k.lower() for k in keys] != [str(k).lower() for k in snap.plan.get("keys", [])]:
             raise ValueError(
                 f"{run.target.text}: the chunked snapshot at {snap.snapshot_lsn} was planned on "
@@ -237,7 +214,7 @@ def _plan(run: _Run, snap: ChunkedSnapshot) -> dict[str, Any]:
             log.warning(
                 "%s: chunk_rows=%d ignored: the chunked snapshot at %s was planned with "
                 "chunk_rows=%s, and its plan never changes",
-                run.app_id,
+                run.sink_id,
                 run.args.chunk_rows,
                 snap.snapshot_lsn,
                 snap.plan.get("chunk_rows"),
@@ -245,7 +222,7 @@ def _plan(run: _Run, snap: ChunkedSnapshot) -> dict[str, Any]:
         return snap.plan
     size = run.args.chunk_rows or DEFAULT_CHUNK_ROWS
     started = utc_now()
-    planned = plan_chunks(run.options, size)
+    planned = run.reader.plan_chunks(size)
     keys = [name for name, _ in planned.key]
     plan: dict[str, Any] = {
         "snapshot": snap.snapshot_lsn,
@@ -255,21 +232,16 @@ def _plan(run: _Run, snap: ChunkedSnapshot) -> dict[str, Any]:
         "rows": planned.rows,
         "chunks": [[lo, hi] for lo, hi in planned.chunks],
     }
-    write_snapshot_plan(
-        run.spark,
-        run.facts,
-        app_id=run.app_id,
-        snapshot_lsn=snap.snapshot_lsn,
-        commit_ts=snap.commit_ts,
-        target=run.target,
-        plan=plan,
-        started_at=started,
-        duration_ms=round(planned.seconds * 1000),
+    recorded = run.ledger.plan(
+        snap,
+        SnapshotPlanned(
+            snap.snapshot_lsn, snap.commit_ts, plan, started, round(planned.seconds * 1000)
+        ),
     )
     log.info(
         "%s: chunked snapshot at %s planned: %d chunks of up to %d rows over %d rows (key %s) "
         "in %.1f s",
-        run.app_id,
+        run.sink_id,
         snap.snapshot_lsn,
         len(planned.chunks),
         size,
@@ -278,40 +250,55 @@ def _plan(run: _Run, snap: ChunkedSnapshot) -> dict[str, Any]:
         planned.seconds,
     )
     # read back, so every call (this one too) runs on the recorded plan
-    again = chunked_snapshot(run.spark, run.facts, run.app_id, run.target)
-    return plan if again is None or again.plan is None else again.plan
+    return plan if recorded is None else recorded
 
 
-def _record(
-    run: _Run,
-    snap: ChunkedSnapshot,
-    plan: dict[str, Any],
-    numbers: list[int],
-    *,
-    stamp: str,
-    max_lsn: str,
-    wave_ms: int | None,
-    started_at: datetime | None,
-) -> list[ChunkFact]:
-    """Writes the ``snapshot_chunk`` rows of chunks ``numbers`` (landed in bronze) from the rows
+def _record(run: _Run, snap: ChunkedSnapshot, plan: dict[str, Any], wave: _Wave) -> list[ChunkFact]:
+    """Writes the ``snapshot_chunk`` rows of the wave's chunks (landed in bronze) from the rows
     bronze holds."""
-    counts = chunk_rows(run.spark, run.target, snap.snapshot_lsn, numbers)
-    wave = numbers[-1]
-    facts = [ChunkFact(n, counts[n], wave, stamp, max_lsn, wave_ms, len(numbers)) for n in numbers]
+    numbers = wave.numbers
+    counts = run.ledger.chunk_rows(snap.snapshot_lsn, numbers)
+    last_chunk = numbers[-1]
+    facts = [
+        ChunkFact(n, counts[n], last_chunk, wave.stamp, wave.max_lsn, wave.ms, len(numbers))
+        for n in numbers
+    ]
     bounds = [(lo, hi) for lo, hi in plan["chunks"]]
-    write_snapshot_chunks(
-        run.spark,
-        run.facts,
-        app_id=run.app_id,
-        snapshot_lsn=snap.snapshot_lsn,
-        commit_ts=snap.commit_ts,
-        target=run.target,
-        chunks=facts,
-        bounds=bounds,
-        last=len(bounds) - 1,
-        started_at=started_at,
+    last = len(bounds) - 1
+    run.ledger.record_chunks(
+        snap,
+        [
+            ChunkLanded(
+                snap.snapshot_lsn,
+                snap.commit_ts,
+                c.chunk,
+                c.wave,
+                c.rows,
+                c.stamp,
+                c.max_lsn,
+                bounds[c.chunk][0],
+                bounds[c.chunk][1],
+                c.chunk == last,
+                c.wave_chunks,
+                c.wave_ms,
+                wave.started_at,
+            )
+            for c in facts
+        ],
     )
     return facts
+
+
+@dataclass(frozen=True)
+class _Wave:
+    """A wave's chunks, the stamp L they were read at, the server's max LSN after the read,
+    and when it started and how long it took (``None`` for a repair)."""
+
+    numbers: list[int]
+    stamp: str
+    max_lsn: str
+    ms: int | None = None
+    started_at: datetime | None = None
 
 
 def _repair(
@@ -319,31 +306,21 @@ def _repair(
 ) -> None:
     """Writes the facts rows of chunks bronze holds but the facts lack (a crash between a
     wave's append and its facts commit)."""
-    landed = snapshot_txn_version(
-        run.spark, run.target, ids.chunk_wave_id(run.app_id, snap.snapshot_lsn)
-    )
+    landed = run.ledger.chunks_appended(snap)
     missing = [n for n in range(landed + 1) if n not in chunks]
     if not missing:
         return
     log.info(
         "%s: chunks %d-%d of the snapshot at %s are in %s without their facts rows (an "
         "interrupted wave): recording them from bronze",
-        run.app_id,
+        run.sink_id,
         missing[0],
         missing[-1],
         snap.snapshot_lsn,
         run.target.text,
     )
-    for fact in _record(
-        run,
-        snap,
-        plan,
-        missing,
-        stamp=snap.snapshot_lsn,
-        max_lsn=snap.snapshot_lsn,
-        wave_ms=None,
-        started_at=None,
-    ):
+    repair = _Wave(missing, stamp=snap.snapshot_lsn, max_lsn=snap.snapshot_lsn)
+    for fact in _record(run, snap, plan, repair):
         chunks[fact.chunk] = fact
 
 
@@ -354,7 +331,7 @@ def _headroom_pause(run: _Run, sink_id: str) -> tuple[BackfillState, str] | None
     wanted = run.args.min_headroom_hours
     if wanted is None:
         return None
-    found = newest_headroom(run.spark, run.facts, sink_id)
+    found = run.ledger.headroom(sink_id)
     if found is None:
         return (
             "waiting_metrics",
@@ -398,7 +375,7 @@ def _default_parallelism(spark: SparkSession) -> int:
 def _wave_size(run: _Run, chunks: dict[int, ChunkFact]) -> int:
     """Chunks per wave: whole rounds of ``numPartitions`` chunks, as many rounds as
     ``target_wave_seconds`` holds at the last wave's pace (one round before a pace is known)."""
-    parts = run.options.num_partitions or _default_parallelism(run.spark)
+    parts = run.reader.options.num_partitions or _default_parallelism(run.reader.spark)
     paced = [c for c in chunks.values() if c.wave_ms]
     if not paced or run.args.target_wave_seconds <= 0:
         return parts
@@ -413,52 +390,26 @@ def _wave_size(run: _Run, chunks: dict[int, ChunkFact]) -> int:
 def _read_wave(
     run: _Run, snap: ChunkedSnapshot, plan: dict[str, Any], numbers: list[int]
 ) -> list[ChunkFact]:
-    stamp = str(snapshot_position(run.options).lsn)
+    stamp = str(run.reader.position().lsn)
     stamp = max(stamp, snap.snapshot_lsn)
     started_at, clock = utc_now(), time.monotonic()
     log.info(
         "%s: backfill wave of chunks %d-%d (of %d) of the snapshot at %s started, stamp %s",
-        run.app_id,
+        run.sink_id,
         numbers[0],
         numbers[-1],
         len(plan["chunks"]),
         snap.snapshot_lsn,
         stamp,
     )
-    options = read_options(run.raw)
-    options["snapshotLsn"] = stamp
-    options["snapshotChunks"] = json.dumps([[n, *plan["chunks"][n]] for n in numbers])
-    df = run.spark.read.format("mssql_cdc_snapshot").options(**options).load()
-    txn = ids.chunk_wave(run.app_id, snap.snapshot_lsn, numbers[-1])
-    if crash_point is not None:
-        crash_point("before_append", numbers[-1])
-    write_chunks(
-        run.spark,
-        run.target,
-        df,
-        app_id=run.app_id,
-        snapshot_lsn=snap.snapshot_lsn,
-        capture_instance=run.options.capture_instance,
-        txn=txn,
-        chunks=numbers,
-    )
-    if crash_point is not None:
-        crash_point("after_append", numbers[-1])
-    max_lsn = str(snapshot_position(run.options).lsn)
+    df = run.reader.chunks_frame(stamp, [[n, *plan["chunks"][n]] for n in numbers])
+    run.ledger.append_wave(snap, numbers, df, run.reader.capture_instance)
+    max_lsn = str(run.reader.position().lsn)
     wave_ms = round((time.monotonic() - clock) * 1000)
-    facts = _record(
-        run,
-        snap,
-        plan,
-        numbers,
-        stamp=stamp,
-        max_lsn=max_lsn,
-        wave_ms=wave_ms,
-        started_at=started_at,
-    )
+    facts = _record(run, snap, plan, _Wave(numbers, stamp, max_lsn, wave_ms, started_at))
     log.info(
         "%s: backfill wave of chunks %d-%d done: %d chunks, %d rows in %.1f s",
-        run.app_id,
+        run.sink_id,
         numbers[0],
         numbers[-1],
         len(numbers),
@@ -470,8 +421,8 @@ def _read_wave(
 
 def _close(run: _Run, snap: ChunkedSnapshot, chunks: dict[int, ChunkFact]) -> None:
     """Writes the completion row: ``bootstrap`` (generation 0), or ``resnapshot`` for a
-    re-snapshot after data loss (same idempotency key as a full re-snapshot of its
-    generation: ``<app_id>#events``, version ``n``)."""
+    re-snapshot after data loss (the transaction a full re-snapshot of its generation takes:
+    ``Ledger.close_chunked``)."""
     rows = sum(c.rows for c in chunks.values())
     last_lsn = max((c.max_lsn for c in chunks.values()), default=snap.snapshot_lsn)
     detail: dict[str, Any] = {
@@ -480,39 +431,10 @@ def _close(run: _Run, snap: ChunkedSnapshot, chunks: dict[int, ChunkFact]) -> No
         "rows": rows,
         "last_lsn": last_lsn,
     }
-    if snap.kind == "resnapshot" and snap.generation > 0:
-        write_resnapshot(
-            run.spark,
-            run.facts,
-            app_id=ids.stream_of(snap.app_id, snap.generation),
-            generation=snap.generation,
-            sink_id=snap.app_id,
-            target=run.target,
-            lsn=snap.snapshot_lsn,
-            commit_ts=snap.commit_ts,
-            rows=rows,
-            started_at=None,
-            duration_ms=None,
-            lost_from_ts=snap.lost_from_ts,
-            lost_to_ts=snap.lost_to_ts,
-            detail=detail,
-        )
-    else:
-        write_bootstrap(
-            run.spark,
-            run.facts,
-            app_id=run.app_id,
-            target=run.target,
-            lsn=snap.snapshot_lsn,
-            commit_ts=snap.commit_ts,
-            rows=rows,
-            started_at=None,
-            duration_ms=None,
-            detail=detail,
-        )
+    run.ledger.close_chunked(snap, rows, detail)
     log.info(
         "%s: chunked %s of %s at %s complete: %d chunks, %d rows",
-        run.app_id,
+        run.sink_id,
         "re-snapshot" if snap.kind == "resnapshot" else "snapshot",
         run.target.text,
         snap.snapshot_lsn,
@@ -525,14 +447,14 @@ def _refuse_open_full(run: _Run) -> None:
     """Raises ``ValueError`` when the stream's newest snapshot of the target is a full one still
     open (a ``snapshot_open`` row of mode ``full`` that no ``bootstrap``/``resnapshot`` row has
     reached: a ``to_delta`` bootstrap or re-snapshot interrupted while it read the table)."""
-    opened = newest_snapshot_opened(run.spark, run.facts, run.target)
-    if opened is None or opened.mode != "full" or not ids.belongs(run.app_id, opened.app_id):
+    opened = run.ledger.newest_opened()
+    if opened is None or opened.mode != "full" or not run.ledger.owns(opened.app_id):
         return
-    closed = newest_snapshot_event(run.spark, run.facts, run.target)
+    closed = run.ledger.newest_done()
     if closed is not None and closed[0] >= opened.lsn:
         return
     raise ValueError(
-        f"backfill(): the stream {run.app_id!r} has a full snapshot of {run.target.text} open "
+        f"backfill(): the stream {run.sink_id!r} has a full snapshot of {run.target.text} open "
         f"(snapshot LSN {opened.lsn}, written by {opened.app_id!r}): its read was interrupted "
         "and backfill() reads chunked snapshots only. Finish it by running to_delta(...) again "
         "with the same arguments"
@@ -542,20 +464,22 @@ def _refuse_open_full(run: _Run) -> None:
 def _no_snapshot(run: _Run) -> BackfillStatus:
     """State ``no_snapshot``: the stream has no chunked snapshot of the target in the facts
     table; the reason says whether it took a whole (``snapshot="full"``) one instead."""
-    whole = bootstrap_lsn(run.spark, run.facts, run.app_id, run.target)
+    whole = run.ledger.bootstrap_lsn()
     if whole is not None:
         why = (
-            f"the stream {run.app_id!r} took a full snapshot of {run.target.text} at {whole} "
+            f"the stream {run.sink_id!r} took a full snapshot of {run.target.text} at {whole} "
             "(snapshot='full'): there is nothing to backfill"
         )
     else:
+        facts = run.ledger.tables.facts
+        assert facts is not None
         why = (
-            f"the stream {run.app_id!r} has no chunked snapshot of {run.target.text} in the "
-            f"facts table {run.facts.text}: open one with to_delta(..., bootstrap=True, "
+            f"the stream {run.sink_id!r} has no chunked snapshot of {run.target.text} in the "
+            f"facts table {facts.text}: open one with to_delta(..., bootstrap=True, "
             "snapshot='chunked', facts_table=...) and pass backfill() the same target, app_id "
             "and facts_table"
         )
-    log.warning("%s: backfill() read nothing: %s", run.app_id, why)
+    log.warning("%s: backfill() read nothing: %s", run.sink_id, why)
     return BackfillStatus(
         state="no_snapshot",
         snapshot=None,
@@ -569,34 +493,29 @@ def _no_snapshot(run: _Run) -> BackfillStatus:
     )
 
 
-def backfill(
-    spark: SparkSession,
-    raw: dict[str, str],
-    *,
-    target: TableRef,
-    app_id: str,
-    facts: TableRef,
-    args: BackfillArgs,
-) -> BackfillStatus:
+def backfill(reader: TableReader, ledger: Ledger, args: BackfillArgs) -> BackfillStatus:
     """Reads the stream's open chunked snapshot in waves (see the module doc).
 
+    Args:
+        reader: the table, read with the stream's options.
+        ledger: the stream's ledger (its original app_id; it has a facts table).
+
     Returns state ``no_snapshot`` (paused, with the reason) at once when the stream has no
-    chunked snapshot of ``target`` in ``facts``.
+    chunked snapshot of the target in the facts table.
 
     Raises:
-        ValueError: the stream has a full snapshot of ``target`` open (an interrupted
+        ValueError: the stream has a full snapshot of the target open (an interrupted
             ``to_delta`` bootstrap or re-snapshot: rerun it), or the table's key changed since
             the plan.
     """
-    raw = dict(raw)
     if args.isolation is not None:
-        raw["isolationLevel"] = args.isolation
-    run = _Run(spark, raw, parse_options(raw), target, app_id, facts, args)
-    snap = chunked_snapshot(spark, facts, app_id, target)
+        reader = reader.with_isolation(args.isolation)
+    run = _Run(reader, ledger, args, ledger.stream)
+    snap = ledger.chunked()
     if snap is None:
         _refuse_open_full(run)
         return _no_snapshot(run)
-    run.app_id = snap.app_id  # a re-snapshot's rows and headroom are its generation's
+    run.sink_id = snap.app_id  # a re-snapshot's rows and headroom are its generation's
     plan = _plan(run, snap)
     chunks = dict(snap.chunks)
     if snap.complete:
@@ -609,17 +528,15 @@ def backfill(
             return _status(snap, plan, chunks, "running", waves=waves)
         if args.max_seconds is not None and time.monotonic() - clock >= args.max_seconds:
             return _status(snap, plan, chunks, "running", waves=waves)
-        pause = _headroom_pause(run, run.app_id)
+        pause = _headroom_pause(run, run.sink_id)
         if pause is not None:
             state, reason = pause
-            log.info("%s: backfill paused (%s): %s", run.app_id, state, reason)
+            log.info("%s: backfill paused (%s): %s", run.sink_id, state, reason)
             return _status(snap, plan, chunks, state, waves=waves, reason=reason)
         first = max(chunks, default=-1) + 1
         numbers = list(range(first, min(first + _wave_size(run, chunks), planned)))
         for fact in _read_wave(run, snap, plan, numbers):
             chunks[fact.chunk] = fact
         waves += 1
-    if crash_point is not None:
-        crash_point("before_close", planned - 1)
     _close(run, snap, chunks)
     return _status(snap, plan, chunks, "done", waves=waves)

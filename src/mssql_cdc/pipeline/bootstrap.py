@@ -20,8 +20,8 @@ Runs on the driver, in the calling Python process, before the query starts:
 The stream then starts with ``startingLsn`` = L, taken as already processed, so every change
 committed during the read arrives as a change after it: the latest image per key is the
 table's. Both ends log at INFO under ``mssql_cdc.pipeline`` (``pipeline.snapshots``). Every
-read and write of bronze and facts goes through ``mssql_cdc.sink``, which owns the tables and
-names the ``txnAppId`` values.
+read and write of bronze and facts goes through the stream's ``Ledger`` (``mssql_cdc.sink``),
+which owns the tables and picks every commit's transaction.
 """
 
 from __future__ import annotations
@@ -30,21 +30,12 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mssql_cdc._native import Lsn
-from mssql_cdc.options import ReaderOptions
-from mssql_cdc.pipeline.snapshots import SnapshotKind, take_snapshot
-from mssql_cdc.sink import (
-    TableRef,
-    bootstrap_lsn,
-    find_snapshot,
-    ids,
-    snapshot_rows,
-    write_bootstrap,
-)
-from mssql_cdc.source import find_loss, snapshot_position
+from mssql_cdc.pipeline.snapshots import take_snapshot
+from mssql_cdc.sink import Bootstrapped
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from mssql_cdc.pipeline.reader import TableReader
+    from mssql_cdc.sink import Ledger
 
 __all__ = ["Bootstrap", "bootstrap"]
 
@@ -61,9 +52,9 @@ class Bootstrap:
     rows: int | None = None
 
 
-def _still_a_start(options: ReaderOptions, app_id: str, lsn: str) -> bool:
+def _still_a_start(reader: TableReader, app_id: str, lsn: str) -> bool:
     """Whether a stream can start after the snapshot ``lsn`` without ``DataLossError``."""
-    loss = find_loss(options, Lsn.parse(lsn))
+    loss = reader.loss_after(lsn)
     if loss is None:
         return True
     log.info(
@@ -77,76 +68,34 @@ def _still_a_start(options: ReaderOptions, app_id: str, lsn: str) -> bool:
     return False
 
 
-def _find(
-    spark: SparkSession,
-    options: ReaderOptions,
-    target: TableRef,
-    app_id: str,
-    facts: TableRef | None,
-) -> tuple[str | None, bool]:
+def _find(reader: TableReader, ledger: Ledger) -> tuple[str | None, bool]:
     """The LSN of an earlier snapshot, and whether its ``bootstrap`` facts row is missing."""
-    recorded = bootstrap_lsn(spark, facts, app_id, target)
+    recorded = ledger.bootstrap_lsn()
     if recorded is not None:
         return recorded, False
-    return find_snapshot(
-        spark,
-        target,
-        app_id,
-        lambda: snapshot_position(options).instances,
-        usable=lambda lsn: _still_a_start(options, app_id, lsn),
+    return ledger.found_snapshot(
+        reader.instances, lambda lsn: _still_a_start(reader, ledger.stream, lsn)
     )
 
 
-def _take(
-    spark: SparkSession,
-    raw: dict[str, str],
-    options: ReaderOptions,
-    *,
-    target: TableRef,
-    app_id: str,
-    facts: TableRef | None,
-) -> Bootstrap:
-    taken = take_snapshot(
-        spark,
-        raw,
-        options,
-        snapshot_position(options),
-        target=target,
-        app_id=app_id,
-        facts=facts,
-        txn=ids.bootstrap(app_id),
-        kind=SnapshotKind("bootstrap"),
-    )
-    if facts is not None:
-        write_bootstrap(
-            spark,
-            facts,
-            app_id=app_id,
-            target=target,
-            lsn=taken.lsn,
-            commit_ts=taken.commit_ts,
-            rows=taken.rows,
-            started_at=taken.started_at,
-            duration_ms=taken.duration_ms,
+def _take(reader: TableReader, ledger: Ledger) -> Bootstrap:
+    commit = ledger.snapshot_commit("bootstrap")
+    taken = take_snapshot(reader, ledger, commit, reader.position())
+    if ledger.tables.facts is not None:
+        ledger.close(
+            Bootstrapped(
+                taken.lsn, taken.commit_ts, taken.rows, taken.started_at, taken.duration_ms
+            )
         )
     return Bootstrap(taken.lsn, taken=True, rows=taken.rows)
 
 
-def bootstrap(
-    spark: SparkSession,
-    raw: dict[str, str],
-    options: ReaderOptions,
-    *,
-    target: TableRef,
-    app_id: str,
-    facts: TableRef | None,
-) -> Bootstrap:
+def bootstrap(reader: TableReader, ledger: Ledger) -> Bootstrap:
     """Finds or takes the stream's bootstrap snapshot (see the module doc).
 
     Args:
-        raw: the data source options (canonical names, string values), without
-            ``startingLsn``.
-        options: the same, parsed.
+        reader: the table, read with the stream's options (without ``startingLsn``).
+        ledger: the stream's ledger (generation 0).
 
     Returns:
         The snapshot LSN for ``startingLsn`` and whether the table was read.
@@ -155,27 +104,17 @@ def bootstrap(
         ValueError, PermissionError, SqlServerError: from the source (unknown capture
             instance, missing grant, SQL Server errors after retries).
     """
-    found, repair = _find(spark, options, target, app_id, facts)
+    found, repair = _find(reader, ledger)
     if found is None:
-        return _take(spark, raw, options, target=target, app_id=app_id, facts=facts)
+        return _take(reader, ledger)
     log.info(
         "%s: bootstrap of %s: snapshot at %s already in %s; reading nothing",
-        app_id,
-        options.capture_instance,
+        ledger.stream,
+        reader.capture_instance,
         found,
-        target.text,
+        ledger.target.text,
     )
-    if repair and facts is not None:
-        rows, commit_ts = snapshot_rows(spark, target, found)
-        write_bootstrap(
-            spark,
-            facts,
-            app_id=app_id,
-            target=target,
-            lsn=found,
-            commit_ts=commit_ts,
-            rows=rows,
-            started_at=None,
-            duration_ms=None,
-        )
+    if repair and ledger.tables.facts is not None:
+        rows, commit_ts = ledger.snapshot_rows(found)
+        ledger.close(Bootstrapped(found, commit_ts, rows, None, None))
     return Bootstrap(found, taken=False)

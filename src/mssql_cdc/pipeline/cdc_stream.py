@@ -19,22 +19,24 @@ from mssql_cdc._metrics import metrics_dir
 from mssql_cdc.connection_string import move_password
 from mssql_cdc.options import ReaderOptions, SourceOptions, parse_options
 from mssql_cdc.pipeline.arguments import (
+    Recovery,
     check_recovery,
     check_trigger,
     copy_options,
     path_argument,
     text_argument,
 )
-from mssql_cdc.pipeline.generations import clear_unfinished_log_writes
 from mssql_cdc.pipeline.locations import check_checkpoint, is_uri, resolve_metrics_path
 from mssql_cdc.pipeline.platform import detect_platform
-from mssql_cdc.pipeline.recovery import Generation, live_generation
+from mssql_cdc.pipeline.reader import TableReader
 from mssql_cdc.sink import (
     DeltaSink,
+    Generation,
+    Generations,
+    Ledger,
+    StreamTables,
     TableRef,
     WarmState,
-    check_facts_not_target,
-    check_one_target,
     compute_state_ahead,
     sink_arguments,
     table_ref,
@@ -200,28 +202,18 @@ class CdcStream:
                 "snapshot='chunked' needs facts_table: the snapshot_open, snapshot_plan and "
                 "snapshot_chunk facts rows are how backfill() resumes exactly where it stopped"
             )
+        ledger = Ledger(StreamTables(self.spark, target_ref, facts_ref), app)
+        generations = ledger.generations(location)
         generation = Generation(0, app, location, None)
         if not is_uri(location):
-            generation = live_generation(location, app)
+            generation = generations.live()
         checked = chosen_name or generation.sink_id
         _check_name_free(self.spark, checked)
         if facts_ref is not None:  # before the bootstrap writes anything
-            check_facts_not_target(self.spark, target_ref, facts_ref)
-            check_one_target(self.spark, app, target_ref, facts_ref)
+            ledger.check_facts_not_target()
+            ledger.check_one_target()
         if recovery.resnapshot and facts_ref is not None:
-            from mssql_cdc.pipeline.recovery import recover
-
-            generation = recover(
-                self.spark,
-                options,
-                self._parsed,
-                target=target_ref,
-                app_id=app,
-                facts=facts_ref,
-                checkpoint=location,
-                interval_days=recovery.interval_days,
-                chunked=recovery.snapshot == "chunked",
-            )
+            generation = self._recover(options, ledger, generations, recovery)
         sink_id, location = generation.sink_id, generation.checkpoint
         name = chosen_name or sink_id
         if name != checked:  # a re-snapshot opened a new generation
@@ -241,9 +233,7 @@ class CdcStream:
         if generation.starting_lsn is not None:  # generation n > 0 starts after its snapshot
             options["startingLsn"] = generation.starting_lsn
         elif bootstrap:
-            options["startingLsn"] = self._bootstrap(
-                options, target_ref, app, facts_ref, chunked=chunked
-            )
+            options["startingLsn"] = self._bootstrap(options, ledger, chunked=chunked)
         writer = (
             self.spark.readStream.format("mssql_cdc")
             .options(**options)
@@ -254,7 +244,7 @@ class CdcStream:
         )
         if triggers is not None:
             writer = writer.trigger(**triggers)  # type: ignore[call-overload]
-        _clear_unfinished_log(location, sink_id)
+        _clear_unfinished_log(generations, generation)
         # the query's start takes seconds: Delta computes the tables' state meanwhile (ADR 0179)
         compute_state_ahead(self.spark, target_ref, facts_ref)
         query = writer.start()
@@ -270,32 +260,39 @@ class CdcStream:
         )
         return query
 
-    def _bootstrap(
+    def _recover(
         self,
         options: dict[str, str],
-        target: TableRef,
-        app_id: str,
-        facts: TableRef | None,
-        *,
-        chunked: bool,
-    ) -> str:
+        ledger: Ledger,
+        generations: Generations,
+        recovery: Recovery,
+    ) -> Generation:
+        """The generation to start in, after a re-snapshot when changes were purged."""
+        from mssql_cdc.pipeline import recovery as recovering
+
+        reader = TableReader(self.spark, options, self._parsed)
+        chunked = recovery.snapshot == "chunked"
+        done = recovering.recover(
+            recovering.Recovery(reader, ledger, generations, chunked), recovery.interval_days
+        )
+        return done
+
+    def _bootstrap(self, options: dict[str, str], ledger: Ledger, *, chunked: bool) -> str:
         """The LSN a bootstrapping stream starts after: a chunked snapshot opened (or found),
         or a full one taken (or found)."""
         from mssql_cdc.pipeline.chunked import open_chunked, refuse_open_chunked
 
-        if chunked and facts is not None:
-            return open_chunked(self.spark, self._parsed, target=target, app_id=app_id, facts=facts)
+        reader = TableReader(self.spark, options, self._parsed)
+        if chunked and ledger.tables.facts is not None:
+            return open_chunked(reader, ledger)
         from mssql_cdc.pipeline.bootstrap import bootstrap as run_bootstrap
 
-        what = "to_delta(bootstrap=True, snapshot='full')"
-        refuse_open_chunked(self.spark, facts, app_id, target, what)
-        done = run_bootstrap(
-            self.spark, options, self._parsed, target=target, app_id=app_id, facts=facts
-        )
-        if done.taken and facts is not None:
+        refuse_open_chunked(ledger, "to_delta(bootstrap=True, snapshot='full')")
+        done = run_bootstrap(reader, ledger)
+        if done.taken and ledger.tables.facts is not None:
             # reading the table may have taken hours since to_delta's check, and the sink's
             # first batch does not check again (ADR 0179): check once more before the query
-            check_one_target(self.spark, app_id, target, facts)
+            ledger.check_one_target()
         return done.snapshot_lsn
 
     def _sink(  # noqa: PLR0917 (one call site)
@@ -395,19 +392,12 @@ class CdcStream:
         from mssql_cdc.pipeline.chunked import refuse_open_chunked
         from mssql_cdc.pipeline.manual import take_manual_snapshot
 
-        target_ref, app, facts_ref = self._snapshot_arguments(target, app_id, facts_table)
+        ledger = self._snapshot_ledger(target, app_id, facts_table)
         if not isinstance(resnapshot, bool):
             raise TypeError(f"resnapshot must be True or False, got {type(resnapshot).__name__}")
-        refuse_open_chunked(self.spark, facts_ref, app, target_ref, "snapshot()")
-        return take_manual_snapshot(
-            self.spark,
-            dict(self._options),
-            self._parsed,
-            target=target_ref,
-            app_id=app,
-            facts=facts_ref,
-            resnapshot=resnapshot,
-        )
+        refuse_open_chunked(ledger, "snapshot()")
+        reader = TableReader(self.spark, dict(self._options), self._parsed)
+        return take_manual_snapshot(reader, ledger, resnapshot=resnapshot)
 
     def seed(
         self,
@@ -451,9 +441,9 @@ class CdcStream:
         """
         from pyspark.sql import DataFrame as SparkFrame
 
-        from mssql_cdc.pipeline.seeding import seed, seed_as_of
+        from mssql_cdc.pipeline.seeding import SeedCopy, seed, seed_as_of
 
-        target_ref, app, facts_ref = self._snapshot_arguments(target, app_id, facts_table)
+        ledger = self._snapshot_ledger(target, app_id, facts_table)
         if not isinstance(df, SparkFrame):
             raise TypeError(f"df must be a Spark DataFrame, got {type(df).__name__}")
         for flag, value in (("allow_missing_columns", allow_missing_columns), ("reseed", reseed)):
@@ -461,19 +451,9 @@ class CdcStream:
                 raise TypeError(f"{flag} must be True or False, got {type(value).__name__}")
         from mssql_cdc.pipeline.chunked import refuse_open_chunked
 
-        refuse_open_chunked(self.spark, facts_ref, app, target_ref, "seed()")
-        return seed(
-            self.spark,
-            dict(self._options),
-            self._parsed,
-            target=target_ref,
-            df=df,
-            as_of=seed_as_of(as_of),
-            app_id=app,
-            facts=facts_ref,
-            allow_missing_columns=allow_missing_columns,
-            reseed=reseed,
-        )
+        refuse_open_chunked(ledger, "seed()")
+        reader = TableReader(self.spark, dict(self._options), self._parsed)
+        return seed(reader, ledger, SeedCopy(df, seed_as_of(as_of), allow_missing_columns, reseed))
 
     def backfill(
         self,
@@ -541,18 +521,12 @@ class CdcStream:
             min_headroom_hours=min_headroom_hours,
             isolation=isolation,
         )
-        return backfill(
-            self.spark,
-            dict(self._options),
-            target=target_ref,
-            app_id=app,
-            facts=facts_ref,
-            args=args,
-        )
+        reader = TableReader(self.spark, dict(self._options), self._parsed)
+        return backfill(reader, Ledger(StreamTables(self.spark, target_ref, facts_ref), app), args)
 
-    def _snapshot_arguments(
-        self, target: str, app_id: str | None, facts_table: str | None
-    ) -> tuple[TableRef, str | None, TableRef | None]:
+    def _snapshot_ledger(self, target: str, app_id: str | None, facts_table: str | None) -> Ledger:
+        """The ledger of ``snapshot()`` and ``seed()``'s arguments, checked (``app_id``
+        ``None``: no stream)."""
         target_ref = table_ref(target, "target")
         app = text_argument("app_id", app_id, optional=True)
         facts_text = text_argument("facts_table", facts_table, optional=True)
@@ -562,9 +536,10 @@ class CdcStream:
                 "you give to_delta)"
             )
         facts_ref = None if facts_text is None else table_ref(facts_text, "facts_table")
+        ledger = Ledger(StreamTables(self.spark, target_ref, facts_ref), app)
         if facts_ref is not None:
-            check_facts_not_target(self.spark, target_ref, facts_ref)
-        return target_ref, app, facts_ref
+            ledger.check_facts_not_target()
+        return ledger
 
 
 def stream(spark: SparkSession, options: SourceOptions | Mapping[str, object]) -> CdcStream:
@@ -593,13 +568,13 @@ def stream(spark: SparkSession, options: SourceOptions | Mapping[str, object]) -
     return CdcStream(spark, copied, parsed)
 
 
-def _clear_unfinished_log(checkpoint: str, sink_id: str) -> None:
-    """Removes what a driver killed while writing the checkpoint's first log entry left
-    (``generations.clear_unfinished_log_writes``), with a WARNING per file."""
-    for path in clear_unfinished_log_writes(checkpoint):
+def _clear_unfinished_log(generations: Generations, generation: Generation) -> None:
+    """Removes what a driver killed while writing the generation checkpoint's first log entry
+    left (``Generations.clear_unfinished_log``), with a WARNING per file."""
+    for path in generations.clear_unfinished_log(generation):
         log.warning(
             "%s: removed %s, the unfinished first entry of the checkpoint's log a stopped "
             "driver left (Spark would refuse to start batch 0 next to it)",
-            sink_id,
+            generation.sink_id,
             path,
         )

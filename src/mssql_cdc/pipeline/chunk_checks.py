@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mssql_cdc.sink import SnapshotEvents, chunk_rows
+from mssql_cdc.sink import StreamTables, TargetLedger
 
 if TYPE_CHECKING:
     from pyspark.sql import Row, SparkSession
@@ -146,12 +146,13 @@ def check_chunks(
     ``snapshot_chunk`` rows), then bronze's rows per chunk of it, and checks them (driver; two
     Spark jobs, none without a chunked snapshot). Returns the snapshot's LSN (``None``: no
     chunked snapshot, nothing checked) and the failures."""
-    events = SnapshotEvents.read(spark, facts, bronze)
+    ledger = TargetLedger(StreamTables(spark, bronze, facts))
+    events = ledger.events()
     snap = events.newest_chunked()
     if snap is None:
         return None, []
     records = [ChunkRecord.of(r) for r in events.chunk_records(snap.snapshot_lsn)]
-    held = chunk_rows(spark, bronze, snap.snapshot_lsn, None)
+    held = ledger.chunk_rows(snap.snapshot_lsn, None)
     return snap.snapshot_lsn, chunk_failures(
         snap.snapshot_lsn, records, held, complete=snap.complete
     )

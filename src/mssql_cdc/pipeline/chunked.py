@@ -4,8 +4,8 @@ ADR 0160).
 
 Runs on the driver, before the query starts. Opening records the snapshot LSN S
 (``sys.fn_cdc_get_max_lsn()``, as a full bootstrap does), checks the table has a key to cut
-by, and writes the ``snapshot_open`` facts row (mode ``chunked``, ``txnAppId``
-``<app_id>#snapshots``): nothing is read, the stream starts at S at once, and
+by, and writes the ``snapshot_open`` facts row (mode ``chunked``, once per generation: the
+ledger's ``chunked_open`` commit): nothing is read, the stream starts at S at once, and
 ``CdcStream.backfill()`` reads the table in chunks next to it (:mod:`.backfill`). A rerun finds
 the open (or closed) snapshot and starts from the same S; a stream that already has a whole
 snapshot starts after it.
@@ -20,58 +20,43 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from mssql_cdc.options import ReaderOptions
-from mssql_cdc.sink import (
-    TableRef,
-    bootstrap_lsn,
-    chunked_snapshot,
-    open_chunked_snapshots,
-    write_chunked_open,
-)
-from mssql_cdc.source import chunk_key, snapshot_position
+from mssql_cdc.sink import SnapshotOpened
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from mssql_cdc.pipeline.reader import TableReader
+    from mssql_cdc.sink import Ledger
 
 __all__ = ["open_chunked", "refuse_open_chunked"]
 
 log = logging.getLogger("mssql_cdc.pipeline")
 
 
-def refuse_open_chunked(
-    spark: SparkSession, facts: TableRef | None, app_id: str | None, target: TableRef, what: str
-) -> None:
-    """Raises ``ValueError`` naming the open chunked snapshot when ``app_id`` has one open for
-    ``target``: ``what`` (a full bootstrap, ``snapshot()``, ``seed()``) may not run meanwhile.
-    Without a facts table or app_id nothing is known, so nothing is refused."""
-    if facts is None or app_id is None:
+def refuse_open_chunked(ledger: Ledger, what: str) -> None:
+    """Raises ``ValueError`` naming the open chunked snapshot when the ledger's stream has one
+    open for its target: ``what`` (a full bootstrap, ``snapshot()``, ``seed()``) may not run
+    meanwhile. Without a facts table or app_id nothing is known, so nothing is refused."""
+    if ledger.tables.facts is None or ledger.app_id is None:
         return
-    found = chunked_snapshot(spark, facts, app_id, target)
+    found = ledger.chunked()
     if found is None or found.complete:
         return
     raise ValueError(
-        f"{what}: the stream {app_id!r} has a chunked snapshot of {target.text} open (snapshot "
-        f"LSN {found.snapshot_lsn}, generation {found.generation}): one open snapshot per "
-        "stream. Finish it first: call CdcStream.backfill(target, app_id=..., "
+        f"{what}: the stream {ledger.app_id!r} has a chunked snapshot of {ledger.target.text} "
+        f"open (snapshot LSN {found.snapshot_lsn}, generation {found.generation}): one open "
+        "snapshot per stream. Finish it first: call CdcStream.backfill(target, app_id=..., "
         "facts_table=...) until it returns state 'done'"
     )
 
 
-def open_chunked(
-    spark: SparkSession,
-    options: ReaderOptions,
-    *,
-    target: TableRef,
-    app_id: str,
-    facts: TableRef,
-) -> str:
+def open_chunked(reader: TableReader, ledger: Ledger) -> str:
     """Finds or opens the stream's chunked snapshot; returns the LSN the stream starts after.
 
     Raises:
-        ValueError: another stream has a chunked snapshot of ``target`` open, or the table has
+        ValueError: another stream has a chunked snapshot of the target open, or the table has
             no key to cut by.
     """
-    own = chunked_snapshot(spark, facts, app_id, target)
+    app_id, target = ledger.stream, ledger.target
+    own = ledger.chunked()
     if own is not None:
         state = "closed" if own.complete else "open"
         log.info(
@@ -82,13 +67,15 @@ def open_chunked(
             state,
         )
         return own.snapshot_lsn
-    whole = bootstrap_lsn(spark, facts, app_id, target)
+    whole = ledger.bootstrap_lsn()
     if whole is not None:
         log.info(
             "%s: snapshot of %s at %s already taken; reading nothing", app_id, target.text, whole
         )
         return whole
-    others = [s for s in open_chunked_snapshots(spark, facts, target) if s.app_id != app_id]
+    # the stream has no chunked snapshot of the target in any generation (above): every open
+    # one is another stream's
+    others = ledger.others_open()
     if others:
         other = others[0]
         raise ValueError(
@@ -97,25 +84,17 @@ def open_chunked(
             f"{other.generation}); a second one would interleave its chunks. Finish it with "
             "backfill() first, or write this stream to another target"
         )
-    key = chunk_key(options)
-    position = snapshot_position(options)
+    keys = reader.chunk_key()
+    position = reader.position()
     lsn = str(position.lsn)
-    write_chunked_open(
-        spark,
-        facts,
-        app_id=app_id,
-        snapshot_lsn=lsn,
-        commit_ts=position.commit_ts,
-        target=target,
-        keys=[name for name, _ in key],
-    )
+    ledger.open_chunked(SnapshotOpened(lsn, position.commit_ts, 0, "chunked", keys=tuple(keys)))
     log.info(
         "%s: chunked snapshot of %s into %s opened at %s (key %s): the stream starts there, "
         "backfill() reads the table",
         app_id,
-        options.capture_instance,
+        reader.capture_instance,
         target.text,
         lsn,
-        ", ".join(name for name, _ in key),
+        ", ".join(keys),
     )
     return lsn

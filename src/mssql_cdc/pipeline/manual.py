@@ -5,8 +5,8 @@ docs/data-loss.md#the-manual-way).
 Runs on the driver, in the calling Python process. Without ``resnapshot`` an earlier snapshot
 of the table in the target is returned when a stream can still start after it (CDC holds
 every change after it); otherwise the table is read (``snapshots.take_snapshot``) and appended
-once: ``<app_id>#events`` with an app_id (so ``to_delta(app_id=..., bootstrap=True)`` finds it),
-else ``mssql_cdc#snapshot``; the version is the next one of that id, recorded before the read.
+once, under the transaction the ledger picks before the read (the stream's when an app_id is
+given, so ``to_delta(app_id=..., bootstrap=True)`` finds it; ``Ledger.snapshot_commit``).
 """
 
 from __future__ import annotations
@@ -14,65 +14,33 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from mssql_cdc._native import Lsn
-from mssql_cdc.options import ReaderOptions
-from mssql_cdc.pipeline.snapshots import SnapshotKind, offset_of, take_snapshot
-from mssql_cdc.sink import (
-    TableRef,
-    find_snapshot,
-    ids,
-    snapshot_rows,
-    snapshot_txn_version,
-)
-from mssql_cdc.source import find_loss, snapshot_position
+from mssql_cdc.pipeline.snapshots import offset_of, take_snapshot
 from mssql_cdc.types import Offset
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from mssql_cdc.pipeline.reader import TableReader
+    from mssql_cdc.sink import Ledger
 
 __all__ = ["take_manual_snapshot"]
 
 log = logging.getLogger("mssql_cdc.pipeline")
 
 
-def take_manual_snapshot(
-    spark: SparkSession,
-    raw: dict[str, str],
-    options: ReaderOptions,
-    *,
-    target: TableRef,
-    app_id: str | None,
-    facts: TableRef | None,
-    resnapshot: bool,
-) -> Offset:
-    """See the module doc; ``facts`` is checked by the caller (it needs ``app_id``)."""
-    owner = ids.owner(app_id)
+def take_manual_snapshot(reader: TableReader, ledger: Ledger, *, resnapshot: bool) -> Offset:
+    """See the module doc; ``ledger`` is the stream's (``app_id`` ``None``: no stream). No
+    facts row is written."""
     if not resnapshot:
-        found, _ = find_snapshot(
-            spark,
-            target,
-            owner,
-            lambda: snapshot_position(options).instances,
-            usable=lambda lsn: find_loss(options, Lsn.parse(lsn)) is None,
+        found, _ = ledger.found_snapshot(
+            reader.instances, usable=lambda lsn: reader.loss_after(lsn) is None
         )
         if found is not None:
             log.info(
                 "snapshot of %s: %s already holds one at %s; reading nothing",
-                options.capture_instance,
-                target.text,
+                reader.capture_instance,
+                ledger.target.text,
                 found,
             )
-            return offset_of(found, snapshot_rows(spark, target, found)[1])
-    txn = ids.next_owned(app_id, snapshot_txn_version(spark, target, ids.owned_id(app_id)))
-    taken = take_snapshot(
-        spark,
-        raw,
-        options,
-        snapshot_position(options),
-        target=target,
-        app_id=owner,
-        facts=None,
-        txn=txn,
-        kind=SnapshotKind("bootstrap", extra={"manual": True}, label="snapshot"),
-    )
+            return offset_of(found, ledger.snapshot_rows(found)[1])
+    commit = ledger.snapshot_commit("manual")
+    taken = take_snapshot(reader, ledger, commit, reader.position())
     return offset_of(taken.lsn, taken.commit_ts)

@@ -23,7 +23,7 @@ from decimal import Decimal
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from mssql_cdc.options import parse_options
+from mssql_cdc.options import parse_options, snapshot_read_options
 from mssql_cdc.pipeline.buckets import (
     Bucket,
     Grid,
@@ -40,7 +40,6 @@ from mssql_cdc.pipeline.buckets import (
     unit_value,
 )
 from mssql_cdc.pipeline.chunk_checks import CHUNK_FAILURES, ChunkFailure, check_chunks
-from mssql_cdc.pipeline.snapshots import read_options
 from mssql_cdc.sink import (
     TableRef,
     append_report,
@@ -343,7 +342,7 @@ class _Run:
         return reduce(lambda a, c: a | c, conditions)
 
     def _source_rows(self, chosen: Sequence[Bucket]) -> DataFrame:
-        opts = read_options(self.raw)
+        opts = snapshot_read_options(self.raw)
         opts["snapshotKeys"] = json.dumps(list(self.keys))
         if self.kind is not None:
             kind = self.kind

@@ -16,31 +16,24 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mssql_cdc._native import Lsn
 from mssql_cdc.errors import DataLossError
-from mssql_cdc.options import ReaderOptions
-from mssql_cdc.pipeline.snapshots import offset_of, read_options
-from mssql_cdc.sink import (
-    TableRef,
-    bootstrap_lsn,
-    ids,
-    newest_whole_snapshot,
-    snapshot_rows,
-    snapshot_txn_version,
-    utc_now,
-    write_bootstrap,
-    write_snapshot,
-)
-from mssql_cdc.source import SnapshotPosition, find_loss, seed_position
+from mssql_cdc.pipeline.snapshots import offset_of
+from mssql_cdc.sink import Bootstrapped, utc_now
+from mssql_cdc.source import SnapshotPosition
 from mssql_cdc.types import Offset
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import StructField
 
-__all__ = ["seed", "seed_as_of"]
+    from mssql_cdc.pipeline.reader import TableReader
+    from mssql_cdc.sink import Ledger
+
+__all__ = ["SeedCopy", "seed", "seed_as_of"]
 
 log = logging.getLogger("mssql_cdc.pipeline")
 
@@ -95,42 +88,37 @@ def _column(
     return value.cast(field.dataType).alias(name)
 
 
-def _frame(
-    spark: SparkSession,
-    *,
-    raw: dict[str, str],
-    df: DataFrame,
-    ci: str,
-    position: SnapshotPosition,
-    allow_missing: bool,
-) -> DataFrame:
-    schema = spark.read.format("mssql_cdc_snapshot").options(**read_options(raw)).load().schema
-    copy = {c.lower(): c for c in df.columns}
+@dataclass(frozen=True)
+class SeedCopy:
+    """``seed()``'s copy and how to take it: the rows, their position (``as_of``, checked by
+    :func:`seed_as_of`), whether captured columns it lacks are seeded as NULL, and whether it
+    may replace the target's snapshot."""
+
+    df: DataFrame
+    as_of: dt.datetime | Lsn
+    allow_missing_columns: bool = False
+    reseed: bool = False
+
+
+def _frame(reader: TableReader, copy: SeedCopy, position: SnapshotPosition) -> DataFrame:
+    schema = reader.schema()
+    df = copy.df
+    by_name = {c.lower(): c for c in df.columns}
     missing = [
-        f.name for f in schema.fields if f.name not in _METADATA and f.name.lower() not in copy
+        f.name for f in schema.fields if f.name not in _METADATA and f.name.lower() not in by_name
     ]
-    if missing and not allow_missing:
+    if missing and not copy.allow_missing_columns:
         raise ValueError(
             f"The copy lacks captured columns {', '.join(missing)}: pass "
             "allow_missing_columns=True to seed them as NULL"
         )
-    return df.select(*[_column(f, copy, ci, position) for f in schema.fields])
+    ci = reader.capture_instance
+    return df.select(*[_column(f, by_name, ci, position) for f in schema.fields])
 
 
-def seed(
-    spark: SparkSession,
-    raw: dict[str, str],
-    options: ReaderOptions,
-    *,
-    target: TableRef,
-    df: DataFrame,
-    as_of: dt.datetime | Lsn,
-    app_id: str | None,
-    facts: TableRef | None,
-    allow_missing_columns: bool,
-    reseed: bool,
-) -> Offset:
-    """Appends ``df`` to ``target`` as its snapshot (see the module doc).
+def seed(reader: TableReader, ledger: Ledger, copy: SeedCopy) -> Offset:
+    """Appends ``copy`` to bronze as its snapshot (see the module doc); ``ledger``'s app_id
+    ``None``: a seed for no stream (no ``bootstrap`` row).
 
     Raises:
         DataLossError: no commit at or before the ``as_of`` time, or the changes after the
@@ -140,14 +128,15 @@ def seed(
             ``reseed`` is false, or the copy is not newer than it); ``reseed`` with an
             ``app_id`` whose bootstrap row the facts already hold.
     """
-    position = seed_position(options, as_of)
+    target = ledger.target
+    position = reader.seed_position(copy.as_of)
     lsn = str(position.lsn)
-    existing = newest_whole_snapshot(spark, target)
+    existing = ledger.whole_snapshot()
     if existing is not None and existing[0] == lsn:
         log.info("seed of %s at %s: already in %s; reading nothing", target.text, lsn, target.text)
-        _record(spark, facts=facts, app_id=app_id, target=target, lsn=lsn)
+        _record(ledger, lsn)
         return offset_of(lsn, position.commit_ts)
-    if existing is not None and not reseed:
+    if existing is not None and not copy.reseed:
         raise ValueError(
             f"target {target.text!r} already holds a snapshot of the table (at {existing[0]}): "
             "to replace it with this copy pass reseed=True (then start a new checkpoint with a "
@@ -158,52 +147,29 @@ def seed(
             f"reseed=True: the copy's position {lsn} is not newer than the snapshot at "
             f"{existing[0]} already in {target.text!r}; seed from a newer copy"
         )
-    if existing is not None and app_id is not None:
-        earlier = bootstrap_lsn(spark, facts, app_id, target)
+    facts = ledger.tables.facts
+    if existing is not None and ledger.app_id is not None:
+        earlier = ledger.bootstrap_lsn()
         if earlier is not None and facts is not None:
             # its bootstrap row is written once per app_id: the new seed would go unrecorded
             raise ValueError(
-                f"reseed=True: app_id {app_id!r} already recorded its bootstrap at {earlier} "
-                f"in {facts.text!r}; give the reseed a new app_id (and its stream a new "
-                "checkpoint)"
+                f"reseed=True: app_id {ledger.app_id!r} already recorded its bootstrap at "
+                f"{earlier} in {facts.text!r}; give the reseed a new app_id (and its stream a "
+                "new checkpoint)"
             )
-    loss = find_loss(options, position.lsn)
+    loss = reader.loss_after(position.lsn)
     if loss is not None:
         raise DataLossError(
             f"{loss.error()} The copy (as of {lsn}) is older than the CDC retention. Seed "
             "from a newer copy"
         )
-    ci = options.capture_instance
+    ci = reader.capture_instance
     log.info("seed of %s into %s started: copy as of %s", ci, target.text, lsn)
     started_at, clock = utc_now(), time.monotonic()
-    txn = ids.next_owned(app_id, snapshot_txn_version(spark, target, ids.owned_id(app_id)))
-    write_snapshot(
-        spark,
-        target,
-        _frame(
-            spark,
-            raw=raw,
-            df=df,
-            ci=ci,
-            position=position,
-            allow_missing=allow_missing_columns,
-        ),
-        app_id=app_id or "",
-        snapshot_lsn=lsn,
-        capture_instance=ci,
-        txn=txn,
-        extra={"seed": ci},
-    )
+    commit = ledger.snapshot_commit("seed")
+    ledger.append_snapshot(commit, _frame(reader, copy, position), lsn, ci)
     duration_ms = round((time.monotonic() - clock) * 1000)
-    rows = _record(
-        spark,
-        facts=facts,
-        app_id=app_id,
-        target=target,
-        lsn=lsn,
-        started_at=started_at,
-        duration_ms=duration_ms,
-    )
+    rows = _record(ledger, lsn, started_at, duration_ms)
     log.info(
         "seed of %s done: %d rows as of %s appended to %s in %.1f s",
         ci,
@@ -216,27 +182,13 @@ def seed(
 
 
 def _record(
-    spark: SparkSession,
-    *,
-    facts: TableRef | None,
-    app_id: str | None,
-    target: TableRef,
+    ledger: Ledger,
     lsn: str,
     started_at: dt.datetime | None = None,
     duration_ms: int | None = None,
 ) -> int:
     """Writes the seed's ``bootstrap`` facts row once (with facts and an app_id)."""
-    rows, commit_ts = snapshot_rows(spark, target, lsn)
-    if facts is not None and app_id is not None:
-        write_bootstrap(
-            spark,
-            facts,
-            app_id=app_id,
-            target=target,
-            lsn=lsn,
-            commit_ts=commit_ts,
-            rows=rows,
-            started_at=started_at,
-            duration_ms=duration_ms,
-        )
+    rows, commit_ts = ledger.snapshot_rows(lsn)
+    if ledger.tables.facts is not None and ledger.app_id is not None:
+        ledger.close(Bootstrapped(lsn, commit_ts, rows, started_at, duration_ms))
     return rows

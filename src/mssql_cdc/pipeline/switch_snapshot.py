@@ -7,13 +7,14 @@ Runs on the driver, inside ``foreachBatch``: :class:`SwitchSnapshotSink` wraps t
 directory for the ``capture_instance_switched`` event the reader's plan of this batch wrote (the
 sink folds the events into the facts and deletes the files). After the sink returns (bronze and
 facts committed), it reads the table (``snapshots.take_snapshot``, the LSN recorded before the
-read) and appends it under ``txnAppId`` ``<app_id>#switch`` with the batch id as ``txnVersion``.
+read) and appends it once per switching batch (the ledger's ``switch`` commit, keyed by the batch
+id).
 
 Exactly once: a crash before the snapshot commit replays the batch (Spark writes its commit log
 entry only after ``foreachBatch`` returns); the replay's plan writes the event again, the sink
 skips what landed, and the snapshot is taken then. A snapshot whose commit landed is not read
-again (its ``txnVersion`` is recorded). A downstream table rebuilds from it like from any whole
-snapshot (``newest_snapshot``).
+again (the ledger finds its commit recorded). A downstream table rebuilds from it like from any
+whole snapshot (``newest_snapshot``).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from mssql_cdc.options import ReaderOptions
-from mssql_cdc.pipeline.snapshots import SnapshotKind, take_snapshot
-from mssql_cdc.sink import DeltaSink, ids, snapshot_txn_version
-from mssql_cdc.source import snapshot_position
+from mssql_cdc.pipeline.reader import TableReader
+from mssql_cdc.pipeline.snapshots import take_snapshot
+from mssql_cdc.sink import DeltaSink, Ledger, StreamTables
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -65,10 +66,9 @@ class SwitchSnapshotSink:
             self._snapshot(df, batch_id, switched[-1])
 
     def _snapshot(self, df: DataFrame, batch_id: int, event: dict[str, object]) -> None:
-        spark = df.sparkSession
         sink = self.sink
-        txn = ids.switch(sink.app_id, batch_id)
-        if snapshot_txn_version(spark, sink.target, txn.app_id) >= batch_id:
+        ledger = Ledger(StreamTables(df.sparkSession, sink.target), sink.app_id)
+        if ledger.switch_taken(batch_id):
             log.info(
                 "%s: the snapshot after micro-batch %d's capture-instance switch is already in "
                 "%s (replay)",
@@ -86,18 +86,6 @@ class SwitchSnapshotSink:
             detail if isinstance(detail, str) else "a newer instance",
             sink.target.text,
         )
-        take_snapshot(
-            spark,
-            self._raw,
-            self._options,
-            snapshot_position(self._options),
-            target=sink.target,
-            app_id=sink.app_id,
-            facts=None,
-            txn=txn,
-            kind=SnapshotKind(
-                "switch_snapshot",
-                extra={"batch_id": batch_id},
-                label="snapshot after the capture-instance switch",
-            ),
-        )
+        reader = TableReader(df.sparkSession, self._raw, self._options)
+        commit = ledger.snapshot_commit("switch", batch_id)
+        take_snapshot(reader, ledger, commit, reader.position())

@@ -24,10 +24,13 @@ from mssql_cdc.silver.table import check_silver_kind, ensure_silver, merge
 from mssql_cdc.sink import (
     SilverPosition,
     SnapshotEvents,
+    StreamTables,
+    TargetLedger,
     ensure_control_table,
     merge_silver_position,
     read_silver_positions,
     same_table,
+    snapshot_rows_condition,
     table_ref,
 )
 from mssql_cdc.types import ApplyResult
@@ -216,7 +219,11 @@ def apply_changes(
         )
     info = _instance_info(options, instance)
     # the facts' snapshot rows of bronze, read once for the call's three questions
-    events = SnapshotEvents.read(spark, facts_ref, bronze_ref) if facts_ref is not None else None
+    events = (
+        TargetLedger(StreamTables(spark, bronze_ref, facts_ref)).events()
+        if facts_ref is not None
+        else None
+    )
     df = bronze_ref.read(spark)
     captured_fields = [f for f in df.schema.fields if f.name.lower() not in rules.METADATA_NAMES]
     captured = [f.name for f in captured_fields]
@@ -363,7 +370,7 @@ def _rows(  # noqa: PLR0917 (the call's state, passed through)
         return plan.changes(df, lower, upper, base)
     if lower is not None and base is None:
         lower = min(lower, landed.first_stamp)
-    picked = waves.chunk_rows(df.columns, landed)
+    picked = waves.chunk_rows_condition(df.columns, landed)
     rows = plan.changes(df, lower, upper, base, also=picked)
     key_type = waves.range_key_type(
         keys, landed.keys, {f.name: f.dataType for f in df.schema.fields}
@@ -408,8 +415,6 @@ def _merge(
     silver = target.read(spark)
     events = plan.transaction_images(rows, keys, captured, bronze_columns)
     if base is not None:
-        from mssql_cdc.pipeline.snapshots import snapshot_rows_condition
-
         snapshot_rows = rows.where(snapshot_rows_condition(bronze_columns, base.lsn))
         events = events.unionByName(
             scd2.snapshot_deletes(

@@ -14,8 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mssql_cdc.silver.rules import DELETE_COLUMN, order_columns
-from mssql_cdc.sink.chunk_facts import newest_snapshot_opened
-from mssql_cdc.sink.facts_table import last_batch
+from mssql_cdc.sink import StreamTables, TargetLedger, snapshot_rows_condition
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -68,9 +67,7 @@ def newest_snapshot(
     ``bootstrap``/``resnapshot`` row written for bronze (the only trace of an empty table's
     snapshot; from ``events`` when the call has read them). ``after``: only one newer than this
     LSN (the one silver rebuilt from), whose files are then skipped."""
-    from mssql_cdc.pipeline.snapshots import newest_complete_snapshot  # loads Spark's modules
-
-    found = newest_complete_snapshot(spark, bronze, facts, events, after)
+    found = TargetLedger(StreamTables(spark, bronze, facts)).newest_complete(events, after)
     return None if found is None else Snapshot(*found)
 
 
@@ -89,18 +86,15 @@ def snapshot_is_open(
     held. ``events``: bronze's snapshot events when the call has read them."""
     from mssql_cdc.silver.held import abandoned
 
-    opened = (
-        events.newest_opened()
-        if events is not None
-        else newest_snapshot_opened(spark, facts, bronze)
-    )
+    ledger = TargetLedger(StreamTables(spark, bronze, facts))
+    opened = events.newest_opened() if events is not None else ledger.newest_opened()
     if opened is None or (done is not None and opened.lsn <= done.lsn):
         return False
     if lost_after is None:
         return True
     stream_end = None
     if opened.mode == "chunked":
-        batch = last_batch(spark, facts, opened.app_id)
+        batch = ledger.last_batch(opened.app_id)
         stream_end = batch.end_lsn if batch is not None else None
     if abandoned(opened.mode, opened.lsn, stream_end, lost_after):
         log.warning(
@@ -159,8 +153,6 @@ def changes(
     else:
         picked = sf.lit(False)
     if snapshot is not None:
-        from mssql_cdc.pipeline.snapshots import snapshot_rows_condition
-
         picked = picked | snapshot_rows_condition(bronze.columns, snapshot.lsn)
     if also is not None:
         picked = picked | also

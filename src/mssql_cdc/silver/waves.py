@@ -36,7 +36,7 @@ __all__ = [
     "Chunk",
     "Waves",
     "bound_text",
-    "chunk_rows",
+    "chunk_rows_condition",
     "pending_waves",
     "range_deletes",
     "range_key_type",
@@ -116,7 +116,7 @@ def pending_waves(
     return Waves(snap.snapshot_lsn, snap.commit_ts, tuple(picked), keys)
 
 
-def chunk_rows(bronze_columns: list[str], waves: Waves) -> Column:
+def chunk_rows_condition(bronze_columns: list[str], waves: Waves) -> Column:
     """Which bronze rows are the chunks ``waves`` applies."""
     from pyspark.sql import functions as sf
 

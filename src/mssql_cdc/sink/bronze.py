@@ -1,23 +1,20 @@
-"""The bronze table on Delta: its one writer and its one reader (docs/reference/bronze-schema.md).
+"""The bronze table on Delta: its one writer and its display read
+(docs/reference/bronze-schema.md).
 
-Runs on the driver. Bronze holds the captured columns, the source's metadata columns and the
-three columns the sink adds (``schemas.BRONZE``: ``_batch_id``, ``_snapshot``, ``_chunk``).
-Two kinds of commit append to it, both through :func:`append_bronze`: a micro-batch
-(``txnAppId`` ``<app_id>``, ``txnVersion`` the batch id, ``userMetadata``
-:func:`batch_metadata`; tables written before ADR 0090 also hold the batch's counts there) and a
-snapshot (``<app_id>#events``; version 0 and ``{"event": "bootstrap", ...}`` for the bootstrap
-snapshot or a seed, the generation and ``{"event": "resnapshot", ...}`` for a re-snapshot), the
-ids named in ``ledger.ids``. The readers answer what the bootstrap and ``mssql-cdc verify`` ask.
+Runs on the driver (or Spark Connect's ``foreachBatch`` worker). Bronze holds the captured
+columns, the source's metadata columns and the three columns the sink adds
+(``schemas.BRONZE``: ``_batch_id``, ``_snapshot``, ``_chunk``). Every commit to it goes
+through :meth:`BronzeTable.append` with the transaction and ``userMetadata`` the ledger
+(``sink.ledger``) picked: a micro-batch, a whole snapshot, a chunk wave. What bronze records is
+read back by the ledger (``ledger.landed``); :func:`change_history` is ``mssql-cdc verify``'s.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from mssql_cdc.errors import SchemaChangedError
-from mssql_cdc.sink.ledger import ids
 from mssql_cdc.sink.schemas import BRONZE
 from mssql_cdc.sink.tables import (
     COLUMN_MAPPING_PROPERTIES,
@@ -26,27 +23,19 @@ from mssql_cdc.sink.tables import (
     ensure_table,
     needs_column_mapping,
     table_ref,
-    txn_version,
 )
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = [
-    "append_bronze",
-    "batch_metadata",
+    "BronzeTable",
     "change_history",
-    "chunk_rows",
     "clashing_columns",
     "column_mapping_error",
-    "find_snapshot",
-    "newest_whole_snapshot",
-    "snapshot_rows",
-    "snapshot_txn_version",
+    "snapshot_rows_condition",
     "type_clash_error",
     "with_sink_columns",
-    "write_chunks",
-    "write_snapshot",
 ]
 
 #: the sink-added columns, declared in ``schemas``
@@ -69,44 +58,6 @@ def with_sink_columns(
         .withColumn("_snapshot", sf.lit(snapshot).cast("string"))
         .withColumn("_chunk", sf.lit(chunk).cast("int"))
     )
-
-
-def batch_metadata(app_id: str, batch_id: int) -> str:
-    """A micro-batch commit's ``userMetadata``: ``{"app_id": ..., "batch_id": ...}``. The counts
-    are in the batch's facts row (and its facts commit's ``userMetadata``): they come out of the
-    pass that writes this commit, so they are not known before it (ADR 0090)."""
-    meta = {"app_id": app_id, "batch_id": batch_id}
-    return json.dumps(meta, sort_keys=True, separators=(",", ":"))
-
-
-def append_bronze(
-    spark: SparkSession,
-    target: TableRef,
-    out: DataFrame,
-    *,
-    txn: Txn,
-    metadata: str,
-    seen: set[TableRef] | None = None,
-) -> None:
-    """Appends ``out`` (sink columns included) in one commit, creating the table first with the
-    batch's columns and their comments; new columns are merged into the schema.
-
-    Args:
-        txn: the commit's transaction (``ledger.ids``): Delta skips the commit when its
-            version is not above the one recorded for its app id.
-        metadata: the commit's ``userMetadata``.
-        seen: see ``tables.ensure_table``.
-    """
-    ensure_table(spark, target, BRONZE, out.schema, seen=seen)
-    try:
-        target.append(out, txn, metadata, merge_schema=True)
-    except Exception as exc:
-        text = str(exc)
-        if any(mark in text for mark in _TYPE_CLASH):
-            raise type_clash_error(target.text, text) from exc
-        if any(mark in text for mark in _NAME_REFUSED):
-            raise column_mapping_error(target, out.columns) from exc
-        raise
 
 
 #: what Delta's schema merge says when a column's type changed (error classes and text)
@@ -144,223 +95,62 @@ def type_clash_error(target: str, cause: str) -> SchemaChangedError:
     )
 
 
-def write_snapshot(
-    spark: SparkSession,
-    target: TableRef,
-    df: DataFrame,
-    *,
-    app_id: str,
-    snapshot_lsn: str,
-    capture_instance: str,
-    event: str = "bootstrap",
-    txn: Txn | None = None,
-    extra: dict[str, object] | None = None,
-) -> None:
-    """Appends a snapshot's rows (operation 0, ``_snapshot`` = its LSN) in one commit, once
-    per ``txn``: by default the bootstrap snapshot's (``ledger.ids.bootstrap``); a
-    re-snapshot passes ``event="resnapshot"`` and its own; ``extra`` adds keys to the commit's
-    ``userMetadata``."""
-    out = with_sink_columns(df, batch_id=None, snapshot=snapshot_lsn)
-    meta: dict[str, object] = {
-        "app_id": app_id,
-        "event": event,
-        "snapshot_lsn": snapshot_lsn,
-        "capture_instance": capture_instance,
-        **(extra or {}),
-    }
-    append_bronze(
-        spark,
-        target,
-        out,
-        txn=txn or ids.bootstrap(app_id),
-        metadata=json.dumps(meta),
-    )
+class BronzeTable:
+    """The bronze table bound to a session, as ``DeltaTable`` binds one: the one writer of
+    bronze. Building one reads nothing.
 
-
-def write_chunks(
-    spark: SparkSession,
-    target: TableRef,
-    df: DataFrame,
-    *,
-    app_id: str,
-    snapshot_lsn: str,
-    capture_instance: str,
-    txn: Txn,
-    chunks: Sequence[int],
-) -> None:
-    """Appends a wave of a chunked snapshot (rows carrying their ``_chunk``) in one commit,
-    ``_snapshot`` = the snapshot's LSN, once per ``txn`` (``ledger.ids.chunk_wave``: the
-    wave's last chunk number)."""
-    from pyspark.sql import functions as sf
-
-    out = df.withColumn("_batch_id", sf.lit(None).cast("int")).withColumn(
-        "_snapshot", sf.lit(snapshot_lsn).cast("string")
-    )
-    meta = {
-        "app_id": app_id,
-        "event": "snapshot_chunk",
-        "snapshot_lsn": snapshot_lsn,
-        "capture_instance": capture_instance,
-        "chunks": list(chunks),
-    }
-    append_bronze(spark, target, out, txn=txn, metadata=json.dumps(meta))
-
-
-def chunk_rows(
-    spark: SparkSession, target: TableRef, snapshot_lsn: str, chunks: Sequence[int] | None
-) -> dict[int, int]:
-    """Rows per chunk of the chunked snapshot ``snapshot_lsn`` in the target, for ``chunks``
-    (0 for a chunk without rows), or for every chunk the target holds rows of (``None``). One
-    Spark job."""
-    from pyspark.sql import functions as sf
-
-    counts = dict.fromkeys(chunks or (), 0)
-    if (chunks is not None and not chunks) or not target.exists(spark):
-        return counts
-    df = target.read(spark)
-    if "_chunk" not in df.columns or "_snapshot" not in df.columns:
-        return counts
-    which = sf.lit(True) if chunks is None else sf.col("_chunk").isin(*chunks)
-    found = (
-        df.where(
-            (sf.col("_operation") == 0)
-            & (sf.col("_snapshot") == snapshot_lsn)
-            & sf.col("_chunk").isNotNull()
-            & which
-        )
-        .groupBy("_chunk")
-        .count()
-        .collect()
-    )
-    counts.update({int(r["_chunk"]): int(r["count"]) for r in found})
-    return counts
-
-
-def snapshot_txn_version(spark: SparkSession, target: TableRef, txn_app_id: str) -> int:
-    """The last ``txnVersion`` of snapshot commits under ``txn_app_id`` in the target (``-1``
-    for none, or no target)."""
-    if not target.exists(spark):
-        return -1
-    found = txn_version(spark, target, txn_app_id)
-    return -1 if found is None else found
-
-
-# -- reading ---------------------------------------------------------------------------------
-
-
-def _stamp(df: DataFrame) -> Column:
-    from pyspark.sql import functions as sf
-
-    if "_snapshot" in df.columns:
-        return sf.coalesce(sf.col("_snapshot"), sf.col("_start_lsn"))
-    return sf.col("_start_lsn")
-
-
-def _max_snapshot(df: DataFrame) -> str | None:
-    from pyspark.sql import functions as sf
-
-    row = df.where(sf.col("_operation") == 0).agg(sf.max(_stamp(df))).first()
-    return None if row is None else row[0]
-
-
-def _from_history(spark: SparkSession, target: TableRef, app_id: str) -> str | None:
-    """The snapshot LSN from the ``userMetadata`` of this app_id's snapshot commit (the only
-    trace in the target of an empty table's snapshot)."""
-    from pyspark.sql import functions as sf
-
-    history = target.delta_table(spark).history().where(sf.col("userMetadata").isNotNull())
-    for row in history.select("userMetadata").collect():
-        try:
-            meta = json.loads(row["userMetadata"])
-        except ValueError:
-            continue
-        if (
-            isinstance(meta, dict)
-            and meta.get("app_id") == app_id
-            and meta.get("event") == "bootstrap"
-        ):
-            lsn = meta.get("snapshot_lsn")
-            return lsn if isinstance(lsn, str) else None
-    return None
-
-
-def find_snapshot(
-    spark: SparkSession,
-    target: TableRef,
-    app_id: str,
-    instances: Callable[[], Sequence[str]],
-    usable: Callable[[str], bool] | None = None,
-) -> tuple[str | None, bool]:
-    """The LSN of a snapshot already in bronze, and whether it was found there (``True``) or
-    not at all (``None, False``).
-
-    In order: this app_id's snapshot commit (``<app_id>#events``; its LSN from the rows, else
-    from the commit's ``userMetadata``), else the newest operation-0 rows of any of
-    ``instances()`` (called only when bronze holds operation-0 rows), when ``usable`` (if
-    given) accepts its LSN: a snapshot another stream took is no start for this one once the
-    changes after it are purged.
+    Args:
+        seen: tables known to exist, shared with the caller (``tables.ensure_table``).
     """
+
+    def __init__(
+        self, spark: SparkSession, ref: TableRef, *, seen: set[TableRef] | None = None
+    ) -> None:
+        self.spark = spark
+        self.ref = ref
+        self.seen = seen
+
+    def __repr__(self) -> str:
+        return f"BronzeTable({self.ref.text!r})"
+
+    def append(self, rows: DataFrame, txn: Txn, metadata: str) -> None:
+        """Appends ``rows`` (sink columns included) in one commit, creating the table first
+        with their columns and comments; new columns are merged into the schema.
+
+        Args:
+            txn: the commit's transaction, from the ledger: Delta skips the commit when its
+                version is not above the one recorded for its app id.
+            metadata: the commit's ``userMetadata``.
+
+        Raises:
+            SchemaChangedError: a column's type changed incompatibly, or a new column's name
+                needs Delta column mapping, which the table lacks.
+        """
+        ensure_table(self.spark, self.ref, BRONZE, rows.schema, seen=self.seen)
+        try:
+            self.ref.append(rows, txn, metadata, merge_schema=True)
+        except Exception as exc:
+            text = str(exc)
+            if any(mark in text for mark in _TYPE_CLASH):
+                raise type_clash_error(self.ref.text, text) from exc
+            if any(mark in text for mark in _NAME_REFUSED):
+                raise column_mapping_error(self.ref, rows.columns) from exc
+            raise
+
+
+def snapshot_rows_condition(columns: Sequence[str], lsn: str) -> Column:
+    """Which bronze rows are the snapshot ``lsn`` (one the ledger returned as complete): the
+    operation-0 rows whose ``coalesce(_snapshot, _start_lsn)`` is ``lsn``, a chunked
+    snapshot's chunk rows included (its ``_snapshot`` is ``lsn``; it is complete once that LSN
+    is returned, never before). ``columns``: bronze's columns."""
     from pyspark.sql import functions as sf
 
-    if not target.exists(spark):
-        return None, False
-    own = txn_version(spark, target, ids.events_id(app_id))
-    if own is not None and own >= 0:
-        found = _max_snapshot(target.read(spark)) or _from_history(spark, target, app_id)
-        if found is not None:
-            return found, True
-    df = target.read(spark)
-    if "_chunk" in df.columns:  # a chunked snapshot's rows are whole only once closed
-        df = df.where(sf.col("_chunk").isNull())
-    if df.where(sf.col("_operation") == 0).limit(1).count() == 0:
-        return None, False
-    names = [name.lower() for name in instances()]
-    found = _max_snapshot(df.where(sf.lower(sf.col("_capture_instance")).isin(names)))
-    if found is not None and usable is not None and not usable(found):
-        return None, False
-    return found, found is not None
-
-
-def newest_whole_snapshot(
-    spark: SparkSession, target: TableRef, after: str | None = None
-) -> tuple[str, Any] | None:
-    """The newest whole snapshot in the target (operation-0 rows not read as a chunk): its
-    LSN (``coalesce(_snapshot, _start_lsn)``) and commit time; ``None`` without one, or without
-    one newer than ``after`` when given. ``after`` is spelled on the two columns rather than on
-    the stamp, so that Delta skips the files whose statistics rule them out (an incremental
-    ``apply_changes`` call then reads no file of the snapshot it rebuilt from)."""
-    from pyspark.sql import functions as sf
-
-    if not target.exists(spark):
-        return None
-    df = target.read(spark).where(sf.col("_operation") == 0)
-    if "_chunk" in df.columns:
-        df = df.where(sf.col("_chunk").isNull())
-    if after is not None:
-        newer = sf.col("_start_lsn") > sf.lit(after)
-        if "_snapshot" in df.columns:
-            newer = (sf.col("_snapshot").isNotNull() & (sf.col("_snapshot") > sf.lit(after))) | (
-                sf.col("_snapshot").isNull() & newer
-            )
-        df = df.where(newer)
-    row = (
-        df.select(_stamp(df).alias("s"), "_commit_ts").orderBy(sf.col("s").desc()).limit(1).first()
+    stamp = (
+        sf.coalesce(sf.col("_snapshot"), sf.col("_start_lsn"))
+        if "_snapshot" in columns
+        else sf.col("_start_lsn")
     )
-    return None if row is None else (str(row["s"]), row["_commit_ts"])
-
-
-def snapshot_rows(spark: SparkSession, target: TableRef, lsn: str) -> tuple[int, Any]:
-    """Rows of the snapshot ``lsn`` in the target and their commit time."""
-    from pyspark.sql import functions as sf
-
-    df = target.read(spark)
-    row = (
-        df.where((sf.col("_operation") == 0) & (_stamp(df) == lsn))
-        .agg(sf.count(sf.lit(1)), sf.max("_commit_ts"))
-        .first()
-    )
-    assert row is not None  # a global aggregation returns one row
-    return int(row[0]), row[1]
+    return (sf.col("_operation") == 0) & (stamp == sf.lit(lsn))
 
 
 def change_history(spark: SparkSession, bronze: str) -> list[tuple[str, str, int]]:

@@ -1,26 +1,29 @@
 """``delta_sink``: the exactly-once ``foreachBatch`` function that appends a CDC stream's
 micro-batches to a Delta bronze table and records each in the facts table.
 
-Everything runs on the driver, once per micro-batch, in this order (docs/sink.md):
+Everything runs on the driver, once per micro-batch, in this order (docs/sink.md); every
+question of what landed and every commit goes through the sink's ``Ledger`` (``sink.ledger``),
+bound to the batch's session:
 
-1. started_at; on the first batch of a run the table checks (``identity``: the facts table is
-   not the target, the app_id writes to no other target); on the first batch of a run (or after
-   a gap in batch ids) the rewind check (``guard``) against what the facts table and Delta's
-   logs record for ``app_id``; the batch's end offset from Spark's offset log when the
-   checkpoint is known (``offsets``, ADR 0030);
+1. started_at; on the first batch of a run the table checks (the facts table is not the
+   target, the app_id writes to no other target: ADR 0031); on the first batch of a run (or
+   after a gap in batch ids) the rewind rule (``Ledger.decide``) against what the facts table
+   and Delta's logs record for ``app_id``; the batch's end offset from Spark's offset log when
+   the checkpoint is known (``Ledger.batch_end``, ADR 0030);
 2. the partition files of earlier attempts are deleted from the metrics directory (this
    attempt's tasks have not run yet; event files, which planning writes before the sink runs
    and whose names are keyed, stay);
 3. the batch is read once, nothing persisted (ADR 0090): once the target exists, a batch is
-   appended to it with ``txnAppId=app_id``, ``txnVersion=batch_id`` and ``userMetadata``
-   ``{"app_id", "batch_id"}``, its counts and ranges observed in that same pass
-   (``counts.ObservedCounts``; an empty batch makes an empty commit). Where nothing is to be
-   written (a replay, a batch already in the target) or the target does not exist yet (an
-   empty batch must not create it), one aggregation is the read (``counts.count_batch``) and
-   a batch with rows is then appended, the table created first with comments;
+   appended to it (``Ledger.append_batch``: keyed by ``app_id`` and the batch id), its counts
+   and ranges observed in that same pass (``counts.ObservedCounts``; an empty batch makes an
+   empty commit). Where nothing is to be written (a replay, a batch already in the target) or
+   the target does not exist yet (an empty batch must not create it), one aggregation is the
+   read (``counts.count_batch``) and a batch with rows is then appended, the table created
+   first with comments;
 4. the metrics files the read wrote are folded, Spark's offset log entry giving the end;
-5. the facts row plus the batch's event rows are appended in one commit with
-   ``txnAppId=<app_id>#facts``, ``txnVersion=batch_id`` (the counts as ``userMetadata``);
+5. the facts row plus the batch's event rows are appended in one commit
+   (``Ledger.record_batch``: keyed by ``<app_id>#facts`` and the batch id, the counts as
+   ``userMetadata``): the batch is done;
 6. the metrics directory is cleared.
 
 Once the batch's commits (steps 3 and 5) are done, the tables committed to are handed to
@@ -35,7 +38,7 @@ run the sink remembers what it learnt: the tables checked and seen to exist (cre
 are not looked up again) and the next batch id it expects (the rewind check reads the tables
 only for the first batch and after a gap).
 
-A crash between any two steps is repaired by Spark replaying the batch: step 4 is skipped by
+A crash between any two steps is repaired by Spark replaying the batch: step 3 is skipped by
 Delta when it already landed, step 5 too, and a batch whose facts already landed is skipped
 whole.
 """
@@ -50,12 +53,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Final, Literal
 
 from mssql_cdc._metrics import MetricsDir, metrics_dir
-from mssql_cdc.sink.bronze import (
-    append_bronze,
-    batch_metadata,
-    clashing_columns,
-    with_sink_columns,
-)
+from mssql_cdc.sink.bronze import clashing_columns
 from mssql_cdc.sink.counts import ObservedCounts, count_batch
 from mssql_cdc.sink.facts import (
     BatchCounts,
@@ -65,16 +63,12 @@ from mssql_cdc.sink.facts import (
     FoldedMetrics,
     event_warnings,
     fold_metrics,
-    metadata_json,
     parse_utc,
     utc_now,
 )
-from mssql_cdc.sink.facts_table import FactsTable, last_batch
-from mssql_cdc.sink.guard import Recorded, Verdict, check_replay, classify
-from mssql_cdc.sink.identity import check_facts_not_target, check_one_target, sink_arguments
-from mssql_cdc.sink.ledger import ids
-from mssql_cdc.sink.offsets import batch_end
-from mssql_cdc.sink.tables import TableRef, txn_version
+from mssql_cdc.sink.ledger import BatchDecision, Ledger, Verdict, sink_arguments
+from mssql_cdc.sink.stream_tables import StreamTables
+from mssql_cdc.sink.tables import TableRef
 from mssql_cdc.sink.warmup import WARMER
 
 if TYPE_CHECKING:
@@ -233,7 +227,7 @@ class DeltaSink:
         identity_checked: bool = False,
     ) -> None:
         """Args as :func:`delta_sink`'s (checked there); ``identity_checked``: the caller has
-        just run ``identity.check_facts_not_target`` and ``check_one_target`` for this
+        just run ``Ledger.check_facts_not_target`` and ``check_one_target`` for this
         ``app_id``, so the first batch does not run them again (``to_delta``)."""
         self.target = target
         self.app_id = app_id
@@ -252,36 +246,31 @@ class DeltaSink:
             f"facts_table={None if self.facts is None else self.facts.text!r})"
         )
 
-    @property
-    def facts_app_id(self) -> str:
-        """``txnAppId`` of the facts commits."""
-        return ids.facts_id(self.app_id)
-
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         started_at, clock = utc_now(), time.monotonic()
         steps = _Steps()
         batch_id = int(batch_id)
         spark = df.sparkSession
-        recorded, verdict, end = self._prepare(spark, df, batch_id)
+        ledger = self._ledger(spark)
+        decision, end = self._prepare(ledger, df, batch_id)
         steps.lap("checks")
         # the bronze commit already landed (a replay): Delta would skip the append
-        in_target = recorded is not None and recorded.target_txn == batch_id
+        in_target = decision.in_target
         counts: BatchCounts | None = None
         committed: list[TableRef] = []
-        if verdict is Verdict.REPLAY or in_target:
+        if decision.verdict is Verdict.REPLAY or in_target:
             # nothing to write: one aggregation is the only read
             counts = count_batch(df)
             steps.lap("count")
-        elif not self._exists(spark, self.target) and not df.head(1):
+        elif not ledger.tables.exists(self.target) and not df.head(1):
             # an empty batch does not create the target; asking costs the first partition's
             # read up to one row (a limit of one), not the batch's, which the write below reads
             # once with its counts. (``DataFrame.isEmpty`` reads every partition on Spark 4.)
             counts = BatchCounts(rows=0)
             steps.lap("empty")
-        if verdict is Verdict.REPLAY:
-            assert recorded is not None
+        if decision.verdict is Verdict.REPLAY:
             assert counts is not None
-            self._skip_replay(batch_id, recorded, counts, end)
+            self._skip_replay(ledger, batch_id, decision, counts, end)
         else:
             if in_target:
                 log.info(
@@ -333,51 +322,42 @@ class DeltaSink:
 
     # -- steps ---------------------------------------------------------------------------------
 
+    def _ledger(self, spark: SparkSession) -> Ledger:
+        """The ledger of this sink's tables on ``spark`` (reads nothing; the tables seen to
+        exist are remembered across batches)."""
+        return Ledger(StreamTables(spark, self.target, self.facts, self._existing), self.app_id)
+
     def _prepare(
-        self, spark: SparkSession, df: DataFrame, batch_id: int
-    ) -> tuple[Recorded | None, Verdict, dict[str, str] | None]:
+        self, ledger: Ledger, df: DataFrame, batch_id: int
+    ) -> tuple[BatchDecision, dict[str, str] | None]:
         """Steps 1 and 2: the checks, the rewind rule's verdict (with what the tables record
         when it was read) and the batch's end from the offset log; old partition files gone."""
         self._check_columns(df)
         if self.facts is not None and not self._checked:
-            check_facts_not_target(spark, self.target, self.facts)
-            check_one_target(spark, self.app_id, self.target, self.facts)
+            ledger.check_facts_not_target()
+            ledger.check_one_target()
             self._checked = True
         end = None
         if self.facts is not None and self.checkpoint is not None:
-            end = batch_end(spark, self.checkpoint, batch_id)
-        recorded, verdict = None, Verdict.NEW
+            end = ledger.batch_end(self.checkpoint, batch_id)
+        decision = BatchDecision()
         if self.facts is not None and batch_id != self._expected:
-            recorded = self._recorded(spark)
-            verdict = classify(
-                self.app_id,
-                batch_id,
-                recorded,
-                target=self.target.text,
-                facts_table=self.facts.text,
-            )
+            decision = ledger.decide(batch_id)
         if self.metrics is not None:
             self._delete_partition_files(self.metrics)
-        return recorded, verdict, end
+        return decision, end
 
     def _skip_replay(
         self,
+        ledger: Ledger,
         batch_id: int,
-        recorded: Recorded,
+        decision: BatchDecision,
         counts: BatchCounts,
         end: dict[str, str] | None,
     ) -> None:
         """A batch whose facts already landed: checked to be the recorded one, then skipped."""
         assert self.facts is not None
-        check_replay(
-            self.app_id,
-            batch_id,
-            recorded,
-            max_lsn=counts.max_lsn,
-            end_lsn=self._fold(counts, end).end_lsn,
-            rows=counts.rows,
-            facts_table=self.facts.text,
-        )
+        ledger.check_replay(batch_id, decision, counts, self._fold(counts, end).end_lsn)
         log.info(
             "%s: micro-batch %d already committed to %s and %s; skipped (replay)",
             self.app_id,
@@ -408,26 +388,6 @@ class DeltaSink:
                 f"delta_sink {self.app_id!r}: the batch already has column(s) {clash}, which the "
                 "sink adds; leave them out of the source's columns"
             )
-
-    def _recorded(self, spark: SparkSession) -> Recorded:
-        """What the facts table and Delta's logs record for this app_id."""
-        assert self.facts is not None
-        facts_last, last_max, last_end, last_rows = -1, None, None, None
-        facts_txn = txn_version(spark, self.facts, self.facts_app_id)
-        if self._exists(spark, self.facts):
-            # the newest facts commit's batch: its row is the newest, found in the newest files
-            last = last_batch(spark, self.facts, self.app_id, from_batch=facts_txn)
-            if last is not None:
-                facts_last, last_max, last_end = last.batch_id, last.max_lsn, last.end_lsn
-                last_rows = last.rows
-        return Recorded(
-            facts_last=facts_last,
-            facts_txn=facts_txn,
-            target_txn=txn_version(spark, self.target, ids.bronze_id(self.app_id)),
-            last_max_lsn=last_max,
-            last_end_lsn=last_end,
-            last_rows=last_rows,
-        )
 
     def _delete_partition_files(self, metrics: MetricsDir) -> None:
         """Deletes ``part-*.json`` files left by earlier attempts of a batch."""
@@ -474,31 +434,13 @@ class DeltaSink:
             folded.warnings = planning + [w for w in folded.warnings if w not in planning]
         return folded
 
-    def _exists(self, spark: SparkSession, ref: TableRef) -> bool:
-        if ref in self._existing:
-            return True
-        if ref.exists(spark):
-            self._existing.add(ref)
-            return True
-        return False
-
     def _write(
         self, spark: SparkSession, df: DataFrame, batch_id: int, *, observe: bool
     ) -> BatchCounts | None:
         """Appends the batch to the target; with ``observe``, returns the counts observed in
         that same pass (``None``: the write brought none, Delta skipped it)."""
         observed = ObservedCounts(df) if observe else None
-        out = with_sink_columns(
-            df if observed is None else observed.df, batch_id=batch_id, snapshot=None
-        )
-        append_bronze(
-            spark,
-            self.target,
-            out,
-            txn=ids.micro_batch(self.app_id, batch_id),
-            metadata=batch_metadata(self.app_id, batch_id),
-            seen=self._existing,
-        )
+        self._ledger(spark).append_batch(df if observed is None else observed.df, batch_id)
         if observed is None:
             return None
         counts = observed.result()
@@ -533,11 +475,4 @@ class DeltaSink:
             # not started by now: the commit builds the state itself; started: it is finished
             # first. None starts after the commit (of the version it writes, of no use here)
             WARMER.withdraw(spark, facts)
-        FactsTable(spark, facts, seen=self._existing).append(
-            rows,
-            app_id=self.app_id,
-            target=self.target.text,
-            txn=ids.batch_facts(self.app_id, batch_id),
-            metadata=metadata_json(counts, self.app_id, batch_id),
-            written_at=written_at,
-        )
+        self._ledger(spark).record_batch(rows, batch_id, counts, written_at)

@@ -42,12 +42,11 @@ __all__ = [
     "quote",
     "same_table",
     "table_ref",
-    "txn_version",
 ]
 
 from mssql_cdc.sink.ddl import quote_identifier, run_create_table
 from mssql_cdc.sink.schemas import TableKind
-from mssql_cdc.sink.txn_ids import has_delta_log, recorded_txn_version
+from mssql_cdc.sink.txn_ids import has_delta_log
 
 log = logging.getLogger("mssql_cdc.sink")
 
@@ -373,17 +372,3 @@ def _adopt(spark: SparkSession, ref: TableRef) -> bool:
 def columns_of(schema: StructType, comments: dict[str, str]) -> list[tuple[str, Any, str | None]]:
     """``(name, DataType, comment)`` of every field of ``schema``, comments looked up by name."""
     return [(f.name, f.dataType, comments.get(f.name)) for f in schema.fields]
-
-
-def txn_version(spark: SparkSession, ref: TableRef, app_id: str) -> int | None:
-    """The last ``txnVersion`` Delta recorded for ``app_id`` on the table.
-
-    Returns:
-        The version; ``-1`` when the table does not exist or holds none for ``app_id``. Read
-        through Delta's JVM classes where they are reachable, else from the ``_delta_log``
-        files through Spark (``sink.txn_ids``, ADR 0060); never ``None`` any more.
-    """
-    location = ref.location(spark)
-    if location is None:
-        return -1
-    return recorded_txn_version(spark, location, app_id)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mssql_cdc.sink.facts_table import recorded_targets
-from mssql_cdc.sink.guard import other_target
+from mssql_cdc.sink.ledger.landed import recorded_targets
+from mssql_cdc.sink.ledger.rewind import other_target
 from mssql_cdc.sink.tables import TableRef, same_table, table_ref
 
 if TYPE_CHECKING:

@@ -1,12 +1,13 @@
-"""A chunked snapshot's facts rows on Delta: ``snapshot_open`` (mode ``chunked``),
-``snapshot_plan`` and ``snapshot_chunk``, written and read back (docs/bootstrap.md#chunked-
-snapshots-and-backfill; ADR 0160).
+"""Snapshots as the facts rows record them: opened (``snapshot_open``), planned
+(``snapshot_plan``), chunks landed (``snapshot_chunk``) and closed (``bootstrap`` or
+``resnapshot``), read back for one stream or for every stream of a target
+(docs/bootstrap.md#chunked-snapshots-and-backfill; ADRs 0160, 0173).
 
-Runs on the driver. Every write carries its transaction from ``ledger.ids``, so a
-rerun after a crash never writes a row twice: the open once per generation, the plan once per
-snapshot, the chunk rows of a wave once (version: the wave's last chunk number, the version
-its bronze append carries too). :func:`chunked_snapshot` reads back everything a ``backfill()``
-call and ``mssql-cdc status`` need.
+Runs on the driver. :func:`chunked_snapshot` is everything a ``backfill()`` call and the
+recovery need of a stream's chunked snapshot; :class:`SnapshotEvents` answers the questions
+``apply_changes`` and ``reconcile`` ask of a target from one read. A chunked re-snapshot's rows
+carry its generation's sink id ``<app_id>.g<n>``: a stream's rows are its app_id's and every
+generation's (``ids.belongs``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mssql_cdc.sink.facts import ChunkLanded, SnapshotOpened, SnapshotPlanned
-from mssql_cdc.sink.facts_table import FactsTable, SnapshotOpen
 from mssql_cdc.sink.ledger import ids
 from mssql_cdc.sink.tables import TableRef, same_table, table_ref
 
@@ -26,18 +25,15 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, Row, SparkSession
 
 __all__ = [
+    "SNAPSHOT_EVENTS",
     "ChunkFact",
     "ChunkedSnapshot",
     "SnapshotEvents",
+    "SnapshotOpen",
     "chunked_snapshot",
-    "newest_headroom",
     "newest_snapshot_event",
-    "newest_snapshot_open",
     "newest_snapshot_opened",
     "open_chunked_snapshots",
-    "write_chunked_open",
-    "write_snapshot_chunks",
-    "write_snapshot_plan",
 ]
 
 
@@ -81,95 +77,14 @@ class ChunkedSnapshot:
         return sum(c.rows for c in self.chunks.values())
 
 
-def write_chunked_open(
-    spark: SparkSession,
-    facts: TableRef,
-    *,
-    app_id: str,
-    snapshot_lsn: str,
-    commit_ts: datetime | None,
-    target: TableRef,
-    keys: Sequence[str],
-    generation: int = 0,
-    stream_app_id: str | None = None,
-    lost_from_ts: datetime | None = None,
-    lost_to_ts: datetime | None = None,
-) -> None:
-    """Appends the ``snapshot_open`` row of a chunked snapshot once per generation
-    (``<stream_app_id>#snapshots``, version the generation). Generation 0 is a bootstrap
-    (``app_id`` the user's); generation ``n`` > 0 a re-snapshot after data loss: ``app_id`` is
-    its sink id ``<app_id>.g<n>``, ``stream_app_id`` the user's app_id (the idempotency key
-    every generation shares) and the lost range is recorded."""
-    row = SnapshotOpened(
-        snapshot_lsn, commit_ts, generation, "chunked", lost_from_ts, lost_to_ts, tuple(keys)
-    )
-    meta = json.dumps({"app_id": app_id, "event": "snapshot_open", "snapshot_lsn": snapshot_lsn})
-    txn = ids.chunked_open(stream_app_id or app_id, generation)
-    FactsTable(spark, facts).append(
-        [row], app_id=app_id, target=target.text, txn=txn, metadata=meta
-    )
+@dataclass(frozen=True)
+class SnapshotOpen:
+    """The newest ``snapshot_open`` row of a target: its LSN, the stream (``app_id``) that
+    wrote it and its mode (``full`` or ``chunked``)."""
 
-
-def write_snapshot_plan(
-    spark: SparkSession,
-    facts: TableRef,
-    *,
-    app_id: str,
-    snapshot_lsn: str,
-    commit_ts: datetime | None,
-    target: TableRef,
-    plan: dict[str, Any],
-    started_at: datetime,
-    duration_ms: int,
-) -> None:
-    """Appends the ``snapshot_plan`` row once (``<app_id>#snapplan.<S>``, version 0);
-    ``plan`` is its detail ``{snapshot, kind, keys, chunk_rows, rows, chunks}``."""
-    row = SnapshotPlanned(snapshot_lsn, commit_ts, plan, started_at, duration_ms)
-    meta = json.dumps({"app_id": app_id, "event": "snapshot_plan", "snapshot_lsn": snapshot_lsn})
-    txn = ids.chunk_plan(app_id, snapshot_lsn)
-    FactsTable(spark, facts).append(
-        [row], app_id=app_id, target=target.text, txn=txn, metadata=meta
-    )
-
-
-def write_snapshot_chunks(
-    spark: SparkSession,
-    facts: TableRef,
-    *,
-    app_id: str,
-    snapshot_lsn: str,
-    commit_ts: datetime | None,
-    target: TableRef,
-    chunks: Sequence[ChunkFact],
-    bounds: Sequence[tuple[Any, Any]],
-    last: int,
-    started_at: datetime | None,
-) -> None:
-    """Appends one ``snapshot_chunk`` row per chunk of a wave in one commit
-    (``<app_id>#snapchunks.<S>``, version the wave's last chunk number); ``bounds`` are the
-    plan's ``[lo, hi)`` per chunk number, ``last`` the plan's last chunk number."""
-    rows = [
-        ChunkLanded(
-            snapshot_lsn,
-            commit_ts,
-            c.chunk,
-            c.wave,
-            c.rows,
-            c.stamp,
-            c.max_lsn,
-            bounds[c.chunk][0],
-            bounds[c.chunk][1],
-            c.chunk == last,
-            c.wave_chunks,
-            c.wave_ms,
-            started_at,
-        )
-        for c in chunks
-    ]
-    version = max(c.chunk for c in chunks)
-    meta = json.dumps({"app_id": app_id, "event": "snapshot_chunk", "snapshot_lsn": snapshot_lsn})
-    txn = ids.chunk_wave(app_id, snapshot_lsn, version)
-    FactsTable(spark, facts).append(rows, app_id=app_id, target=target.text, txn=txn, metadata=meta)
+    lsn: str
+    app_id: str
+    mode: str
 
 
 def _same_target(spark: SparkSession, text: object, target: TableRef) -> bool:
@@ -428,12 +343,6 @@ def newest_snapshot_opened(
     return SnapshotEvents.read(spark, facts, target, ("snapshot_open",)).newest_opened()
 
 
-def newest_snapshot_open(spark: SparkSession, facts: TableRef, target: TableRef) -> str | None:
-    """The LSN of :func:`newest_snapshot_opened`; ``None`` without one."""
-    found = newest_snapshot_opened(spark, facts, target)
-    return None if found is None else found.lsn
-
-
 def open_chunked_snapshots(
     spark: SparkSession, facts: TableRef, target: TableRef | None = None
 ) -> list[ChunkedSnapshot]:
@@ -469,27 +378,3 @@ def open_chunked_snapshots(
             seen.add((snap.app_id, snap.target))
             out.append(snap)
     return out
-
-
-def newest_headroom(
-    spark: SparkSession, facts: TableRef, app_id: str
-) -> tuple[float | None, datetime] | None:
-    """The retention headroom (hours) of ``app_id``'s newest micro-batch row and when that row
-    was written; the hours are ``None`` when the row holds none (no metrics directory, or a
-    login that cannot read the cleanup job's retention); ``None`` without a batch row."""
-    from pyspark.sql import functions as sf
-
-    if not facts.exists(spark):
-        return None
-    row = (
-        facts.read(spark)
-        .where((sf.col("app_id") == app_id) & sf.col("event").isNull())
-        .where(sf.col("batch_id").isNotNull())
-        .orderBy(sf.col("batch_id").desc())
-        .select("retention_headroom_hours", "written_at")
-        .first()
-    )
-    if row is None:
-        return None
-    hours = row["retention_headroom_hours"]
-    return (None if hours is None else float(hours)), row["written_at"]

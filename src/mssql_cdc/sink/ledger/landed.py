@@ -1,0 +1,323 @@
+"""What already landed, read back from the tables: Delta's recorded transaction versions,
+the facts rows that record commits, and bronze's snapshot rows and history (the evidence a
+rerun after a crash decides from).
+
+Runs on the driver (``last_batch`` and the transaction versions also in Spark Connect's
+``foreachBatch`` worker), one Spark job or log read per question. Every function takes the
+session and the tables (``TableRef``) and reads nothing else; the ledger (``ledger.Ledger``,
+``ledger.TargetLedger``) binds them and is the only caller.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from mssql_cdc.sink.ledger import ids
+from mssql_cdc.sink.tables import TableRef, same_table, table_ref
+from mssql_cdc.sink.txn_ids import recorded_txn_version
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, Row, SparkSession
+
+__all__ = [
+    "LastBatch",
+    "bootstrap_lsn",
+    "chunk_rows",
+    "find_snapshot",
+    "last_batch",
+    "newest_headroom",
+    "newest_whole_snapshot",
+    "recorded_targets",
+    "snapshot_rows",
+    "snapshot_txn_version",
+    "txn_version",
+]
+
+# -- Delta's transaction ids -----------------------------------------------------------------
+
+
+def txn_version(spark: SparkSession, ref: TableRef, app_id: str) -> int:
+    """The last ``txnVersion`` Delta recorded for the ``txnAppId`` ``app_id`` on the table;
+    ``-1`` when the table does not exist or holds none for it. Read through Delta's JVM classes
+    where they are reachable, else from the ``_delta_log`` files through Spark
+    (``sink.txn_ids``, ADR 0060)."""
+    location = ref.location(spark)
+    if location is None:
+        return -1
+    return recorded_txn_version(spark, location, app_id)
+
+
+def snapshot_txn_version(spark: SparkSession, target: TableRef, app_id: str) -> int:
+    """The last ``txnVersion`` of snapshot commits under ``app_id`` in bronze (``-1`` for
+    none, or no bronze table yet: looked up first)."""
+    if not target.exists(spark):
+        return -1
+    return txn_version(spark, target, app_id)
+
+
+# -- facts rows ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LastBatch:
+    """The newest micro-batch row of an app_id: what the sink's rewind check compares."""
+
+    batch_id: int
+    max_lsn: str | None
+    end_lsn: str | None
+    rows: int | None
+
+
+#: the columns :func:`last_batch` reads
+_LAST_BATCH = ("batch_id", "max_lsn", "end_lsn", "rows")
+
+
+def last_batch(
+    spark: SparkSession, facts: TableRef, app_id: str, *, from_batch: int | None = None
+) -> LastBatch | None:
+    """The newest micro-batch row (``event`` NULL, ``batch_id`` set) of ``app_id``; ``None``
+    when there is none. The table must exist.
+
+    ``from_batch``: a batch id the caller expects the newest row at or after (the facts
+    commits' ``txnVersion``). Rows from there on are read first, which Delta's statistics on
+    ``batch_id`` narrow to the newest files instead of every file of the table (one per
+    batch); when there is none, the whole table is read. The answer is the same either way.
+    """
+    from pyspark.sql import functions as sf
+
+    def newest(since: int | None) -> Row | None:
+        rows = facts.read(spark).where((sf.col("app_id") == app_id) & sf.col("event").isNull())
+        rows = rows.where(
+            sf.col("batch_id").isNotNull() if since is None else sf.col("batch_id") >= since
+        )
+        return rows.orderBy(sf.col("batch_id").desc()).select(*_LAST_BATCH).first()
+
+    row = newest(from_batch) if from_batch is not None and from_batch >= 0 else None
+    if row is None:
+        row = newest(None)
+    if row is None:
+        return None
+    return LastBatch(
+        batch_id=int(row["batch_id"]),
+        max_lsn=row["max_lsn"],
+        end_lsn=row["end_lsn"],
+        rows=None if row["rows"] is None else int(row["rows"]),
+    )
+
+
+def recorded_targets(spark: SparkSession, facts: TableRef, app_id: str) -> list[str]:
+    """The targets the facts table records for ``app_id`` (as they were written), if any."""
+    if not facts.exists(spark):
+        return []
+    from pyspark.sql import functions as sf
+
+    rows = (
+        facts.read(spark)
+        .where((sf.col("app_id") == app_id) & sf.col("target").isNotNull())
+        .select("target")
+        .distinct()
+        .collect()
+    )
+    return sorted(str(r["target"]) for r in rows)
+
+
+def bootstrap_lsn(
+    spark: SparkSession, facts: TableRef | None, app_id: str, target: TableRef
+) -> str | None:
+    """The LSN of this app_id's newest ``bootstrap`` row written for ``target`` (in any
+    spelling); ``None`` without one or without a facts table."""
+    from pyspark.sql import functions as sf
+
+    if facts is None or not facts.exists(spark):
+        return None
+    rows = (
+        facts.read(spark)
+        .where((sf.col("app_id") == app_id) & (sf.col("event") == "bootstrap"))
+        .groupBy("target")
+        .agg(sf.max("max_lsn").alias("lsn"))
+        .collect()
+    )
+    found = [
+        r["lsn"]
+        for r in rows
+        if r["lsn"] is not None
+        and r["target"] is not None
+        and same_table(spark, table_ref(r["target"], "target"), target)
+    ]
+    return max(found) if found else None
+
+
+def newest_headroom(
+    spark: SparkSession, facts: TableRef, app_id: str
+) -> tuple[float | None, datetime] | None:
+    """The retention headroom (hours) of ``app_id``'s newest micro-batch row and when that row
+    was written; the hours are ``None`` when the row holds none (no metrics directory, or a
+    login that cannot read the cleanup job's retention); ``None`` without a batch row."""
+    from pyspark.sql import functions as sf
+
+    if not facts.exists(spark):
+        return None
+    row = (
+        facts.read(spark)
+        .where((sf.col("app_id") == app_id) & sf.col("event").isNull())
+        .where(sf.col("batch_id").isNotNull())
+        .orderBy(sf.col("batch_id").desc())
+        .select("retention_headroom_hours", "written_at")
+        .first()
+    )
+    if row is None:
+        return None
+    hours = row["retention_headroom_hours"]
+    return (None if hours is None else float(hours)), row["written_at"]
+
+
+# -- bronze ----------------------------------------------------------------------------------
+
+
+def _stamp(df: DataFrame) -> Column:
+    from pyspark.sql import functions as sf
+
+    if "_snapshot" in df.columns:
+        return sf.coalesce(sf.col("_snapshot"), sf.col("_start_lsn"))
+    return sf.col("_start_lsn")
+
+
+def _max_snapshot(df: DataFrame) -> str | None:
+    from pyspark.sql import functions as sf
+
+    row = df.where(sf.col("_operation") == 0).agg(sf.max(_stamp(df))).first()
+    return None if row is None else row[0]
+
+
+def _from_history(spark: SparkSession, target: TableRef, app_id: str) -> str | None:
+    """The snapshot LSN from the ``userMetadata`` of this app_id's snapshot commit (the only
+    trace in the target of an empty table's snapshot)."""
+    from pyspark.sql import functions as sf
+
+    history = target.delta_table(spark).history().where(sf.col("userMetadata").isNotNull())
+    for row in history.select("userMetadata").collect():
+        try:
+            meta = json.loads(row["userMetadata"])
+        except ValueError:
+            continue
+        if (
+            isinstance(meta, dict)
+            and meta.get("app_id") == app_id
+            and meta.get("event") == "bootstrap"
+        ):
+            lsn = meta.get("snapshot_lsn")
+            return lsn if isinstance(lsn, str) else None
+    return None
+
+
+def find_snapshot(
+    spark: SparkSession,
+    target: TableRef,
+    app_id: str,
+    instances: Callable[[], Sequence[str]],
+    usable: Callable[[str], bool] | None = None,
+) -> tuple[str | None, bool]:
+    """The LSN of a snapshot already in bronze, and whether it was found there (``True``) or
+    not at all (``None, False``).
+
+    In order: this app_id's snapshot commit (``<app_id>#events``; its LSN from the rows, else
+    from the commit's ``userMetadata``), else the newest operation-0 rows of any of
+    ``instances()`` (called only when bronze holds operation-0 rows), when ``usable`` (if
+    given) accepts its LSN: a snapshot another stream took is no start for this one once the
+    changes after it are purged.
+    """
+    from pyspark.sql import functions as sf
+
+    if not target.exists(spark):
+        return None, False
+    own = txn_version(spark, target, ids.events_id(app_id))
+    if own >= 0:
+        found = _max_snapshot(target.read(spark)) or _from_history(spark, target, app_id)
+        if found is not None:
+            return found, True
+    df = target.read(spark)
+    if "_chunk" in df.columns:  # a chunked snapshot's rows are whole only once closed
+        df = df.where(sf.col("_chunk").isNull())
+    if df.where(sf.col("_operation") == 0).limit(1).count() == 0:
+        return None, False
+    names = [name.lower() for name in instances()]
+    found = _max_snapshot(df.where(sf.lower(sf.col("_capture_instance")).isin(names)))
+    if found is not None and usable is not None and not usable(found):
+        return None, False
+    return found, found is not None
+
+
+def newest_whole_snapshot(
+    spark: SparkSession, target: TableRef, after: str | None = None
+) -> tuple[str, Any] | None:
+    """The newest whole snapshot in the target (operation-0 rows not read as a chunk): its
+    LSN (``coalesce(_snapshot, _start_lsn)``) and commit time; ``None`` without one, or without
+    one newer than ``after`` when given. ``after`` is spelled on the two columns rather than on
+    the stamp, so that Delta skips the files whose statistics rule them out (an incremental
+    ``apply_changes`` call then reads no file of the snapshot it rebuilt from)."""
+    from pyspark.sql import functions as sf
+
+    if not target.exists(spark):
+        return None
+    df = target.read(spark).where(sf.col("_operation") == 0)
+    if "_chunk" in df.columns:
+        df = df.where(sf.col("_chunk").isNull())
+    if after is not None:
+        newer = sf.col("_start_lsn") > sf.lit(after)
+        if "_snapshot" in df.columns:
+            newer = (sf.col("_snapshot").isNotNull() & (sf.col("_snapshot") > sf.lit(after))) | (
+                sf.col("_snapshot").isNull() & newer
+            )
+        df = df.where(newer)
+    row = (
+        df.select(_stamp(df).alias("s"), "_commit_ts").orderBy(sf.col("s").desc()).limit(1).first()
+    )
+    return None if row is None else (str(row["s"]), row["_commit_ts"])
+
+
+def snapshot_rows(spark: SparkSession, target: TableRef, lsn: str) -> tuple[int, Any]:
+    """Rows of the snapshot ``lsn`` in the target and their commit time."""
+    from pyspark.sql import functions as sf
+
+    df = target.read(spark)
+    row = (
+        df.where((sf.col("_operation") == 0) & (_stamp(df) == lsn))
+        .agg(sf.count(sf.lit(1)), sf.max("_commit_ts"))
+        .first()
+    )
+    assert row is not None  # a global aggregation returns one row
+    return int(row[0]), row[1]
+
+
+def chunk_rows(
+    spark: SparkSession, target: TableRef, snapshot_lsn: str, chunks: Sequence[int] | None
+) -> dict[int, int]:
+    """Rows per chunk of the chunked snapshot ``snapshot_lsn`` in the target, for ``chunks``
+    (0 for a chunk without rows), or for every chunk the target holds rows of (``None``). One
+    Spark job."""
+    from pyspark.sql import functions as sf
+
+    counts = dict.fromkeys(chunks or (), 0)
+    if (chunks is not None and not chunks) or not target.exists(spark):
+        return counts
+    df = target.read(spark)
+    if "_chunk" not in df.columns or "_snapshot" not in df.columns:
+        return counts
+    which = sf.lit(True) if chunks is None else sf.col("_chunk").isin(*chunks)
+    found = (
+        df.where(
+            (sf.col("_operation") == 0)
+            & (sf.col("_snapshot") == snapshot_lsn)
+            & sf.col("_chunk").isNotNull()
+            & which
+        )
+        .groupBy("_chunk")
+        .count()
+        .collect()
+    )
+    counts.update({int(r["_chunk"]): int(r["count"]) for r in found})
+    return counts
