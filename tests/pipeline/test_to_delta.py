@@ -153,12 +153,13 @@ def test_a_run_has_delta_compute_existing_tables_state_while_its_query_starts(
     from mssql_cdc.sink.warmup import WARMER
 
     sink_checks = []
-    checked = sink_module.check_one_target
-    monkeypatch.setattr(
-        sink_module,
-        "check_one_target",
-        lambda *a, **k: sink_checks.append(a[1]) or checked(*a, **k),
-    )
+
+    class CountingLedger(sink_module.Ledger):  # the sink's ledger, not to_delta's
+        def check_one_target(self) -> None:
+            sink_checks.append(self.app_id)
+            super().check_one_target()
+
+    monkeypatch.setattr(sink_module, "Ledger", CountingLedger)
     bronze, facts = tmp_path / "bronze", tmp_path / "facts"
     computed = []
     for run in range(2):
