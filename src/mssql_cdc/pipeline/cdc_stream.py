@@ -1,46 +1,37 @@
 """``stream(spark, options)`` and ``CdcStream.to_delta(...)``: the common pipeline, declared
 once (docs/streaming.md).
 
-Runs on the driver. ``to_delta`` checks its arguments, reads the live generation (and with
-``on_data_loss="resnapshot"`` re-snapshots after data loss into a new one), resolves the
-metrics directory, takes or finds the bootstrap snapshot when asked, then starts
+Runs on the driver. ``to_delta`` checks its arguments into a start plan
+(``pipeline.start_plan``, pure: every argument error before anything is read or written) and
+runs it (``pipeline.start``): it reads the live generation (and with
+``on_data_loss="resnapshot"`` re-snapshots after data loss into a new one), builds the sink over
+the metrics directory, takes or finds the bootstrap snapshot when asked, then starts
 ``readStream.format("mssql_cdc")`` written through ``foreachBatch`` into the Delta sink and
 returns the ``StreamingQuery`` without waiting. ``snapshot()`` and ``seed()`` write a snapshot
-without starting a query (docs/bootstrap.md, docs/data-loss.md, docs/generations.md).
+without starting a query, ``backfill()`` reads a chunked one (docs/bootstrap.md,
+docs/data-loss.md, docs/generations.md); each binds the stream's ``Ledger`` and a
+``TableReader`` of the table and hands them to its feature module.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from mssql_cdc._metrics import metrics_dir
 from mssql_cdc.connection_string import move_password
 from mssql_cdc.options import ReaderOptions, SourceOptions, parse_options
 from mssql_cdc.pipeline.arguments import (
-    Recovery,
-    check_recovery,
-    check_trigger,
     copy_options,
-    path_argument,
     text_argument,
 )
-from mssql_cdc.pipeline.locations import check_checkpoint, is_uri, resolve_metrics_path
 from mssql_cdc.pipeline.platform import detect_platform
 from mssql_cdc.pipeline.reader import TableReader
 from mssql_cdc.sink import (
-    DeltaSink,
-    Generation,
-    Generations,
     Ledger,
     StreamTables,
-    TableRef,
-    WarmState,
-    compute_state_ahead,
     sink_arguments,
     table_ref,
-    warm_state_for,
 )
 from mssql_cdc.source import register
 from mssql_cdc.types import BackfillStatus, Offset, OnDataLoss
@@ -57,20 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["CdcStream", "stream"]
 
 log = logging.getLogger("mssql_cdc.pipeline")
-
-
-def _check_name_free(spark: SparkSession, name: str) -> None:
-    """Spark refuses a second active query of the same name, but only at ``start()``."""
-    try:
-        active = [q.name for q in spark.streams.active]
-    except Exception as exc:  # a session that cannot list its queries: Spark checks at start
-        log.debug("could not list the active queries: %s", exc)
-        return
-    if name in active:
-        raise ValueError(
-            f"query_name {name!r}: a streaming query of that name is already active in this "
-            "session; stop it first, or give another query_name (default: app_id)"
-        )
 
 
 class CdcStream:
@@ -175,189 +152,26 @@ class CdcStream:
                 while another stream's chunked snapshot of ``target`` is open.
             PermissionError, SqlServerError: from the bootstrap's reads of SQL Server.
         """
+        from mssql_cdc.pipeline.start import StreamStart
+        from mssql_cdc.pipeline.start_plan import ToDeltaArgs, plan_start
+
         # Every argument is checked before anything is read or written (the bootstrap reads
         # and writes the whole table before Spark would look at the trigger or the name).
-        target_ref, app, facts_ref = sink_arguments(target, app_id, facts_table)
-        location = path_argument("checkpoint", checkpoint)
-        chosen_name = text_argument("query_name", query_name, optional=True)
-        if not isinstance(bootstrap, bool):
-            raise TypeError(f"bootstrap must be True or False, got {type(bootstrap).__name__}")
-        recovery = check_recovery(
-            on_data_loss, resnapshot_interval_days, snapshot_on_switch, snapshot
-        )
-        where = detect_platform(self.spark)
-        triggers = check_trigger(trigger, serverless=where.serverless)
-        check_checkpoint(location, databricks=where.databricks)
-        options = dict(self._options)
-        if bootstrap and "startingLsn" in options:
-            raise ValueError(
-                "bootstrap=True sets startingLsn itself (to the snapshot's LSN): remove the "
-                "startingLsn option, or pass bootstrap=False"
-            )
-        if recovery.resnapshot:
-            self._check_resnapshot(location, facts_ref)
-        chunked = bootstrap and recovery.snapshot == "chunked"
-        if chunked and facts_ref is None:
-            raise ValueError(
-                "snapshot='chunked' needs facts_table: the snapshot_open, snapshot_plan and "
-                "snapshot_chunk facts rows are how backfill() resumes exactly where it stopped"
-            )
-        ledger = Ledger(StreamTables(self.spark, target_ref, facts_ref), app)
-        generations = ledger.generations(location)
-        generation = Generation(0, app, location, None)
-        if not is_uri(location):
-            generation = generations.live()
-        checked = chosen_name or generation.sink_id
-        _check_name_free(self.spark, checked)
-        if facts_ref is not None:  # before the bootstrap writes anything
-            ledger.check_facts_not_target()
-            ledger.check_one_target()
-        if recovery.resnapshot and facts_ref is not None:
-            generation = self._recover(options, ledger, generations, recovery)
-        sink_id, location = generation.sink_id, generation.checkpoint
-        name = chosen_name or sink_id
-        if name != checked:  # a re-snapshot opened a new generation
-            _check_name_free(self.spark, name)
-        metrics, batch_function = self._sink(
-            options,
-            location,
-            target_ref,
-            sink_id,
-            facts_ref,
-            recovery.snapshot_on_switch,
-            warm_state=warm_state_for(triggers),  # ADR 0177, 0180
-            checked_app_id=app,
-        )
-        if metrics is not None:
-            options["metricsPath"] = metrics
-        if generation.starting_lsn is not None:  # generation n > 0 starts after its snapshot
-            options["startingLsn"] = generation.starting_lsn
-        elif bootstrap:
-            options["startingLsn"] = self._bootstrap(options, ledger, chunked=chunked)
-        writer = (
-            self.spark.readStream.format("mssql_cdc")
-            .options(**options)
-            .load()
-            .writeStream.foreachBatch(batch_function)
-            .option("checkpointLocation", location)
-            .queryName(name)
-        )
-        if triggers is not None:
-            writer = writer.trigger(**triggers)  # type: ignore[call-overload]
-        _clear_unfinished_log(generations, generation)
-        # the query's start takes seconds: Delta computes the tables' state meanwhile (ADR 0179)
-        compute_state_ahead(self.spark, target_ref, facts_ref)
-        query = writer.start()
-        log.info(
-            "%s: started query %r: %s -> %s (checkpoint %s, facts %s, metrics %s)",
-            sink_id,
-            name,
-            self._parsed.capture_instance,
-            target_ref.text,
-            location,
+        args = ToDeltaArgs(
+            target,
+            app_id,
+            checkpoint,
             facts_table,
-            metrics,
+            trigger,
+            query_name,
+            bootstrap,
+            on_data_loss,
+            resnapshot_interval_days,
+            snapshot_on_switch,
+            snapshot,
         )
-        return query
-
-    def _recover(
-        self,
-        options: dict[str, str],
-        ledger: Ledger,
-        generations: Generations,
-        recovery: Recovery,
-    ) -> Generation:
-        """The generation to start in, after a re-snapshot when changes were purged."""
-        from mssql_cdc.pipeline import recovery as recovering
-
-        reader = TableReader(self.spark, options, self._parsed)
-        chunked = recovery.snapshot == "chunked"
-        done = recovering.recover(
-            recovering.Recovery(reader, ledger, generations, chunked), recovery.interval_days
-        )
-        return done
-
-    def _bootstrap(self, options: dict[str, str], ledger: Ledger, *, chunked: bool) -> str:
-        """The LSN a bootstrapping stream starts after: a chunked snapshot opened (or found),
-        or a full one taken (or found)."""
-        from mssql_cdc.pipeline.chunked import open_chunked, refuse_open_chunked
-
-        reader = TableReader(self.spark, options, self._parsed)
-        if chunked and ledger.tables.facts is not None:
-            return open_chunked(reader, ledger)
-        from mssql_cdc.pipeline.bootstrap import bootstrap as run_bootstrap
-
-        refuse_open_chunked(ledger, "to_delta(bootstrap=True, snapshot='full')")
-        done = run_bootstrap(reader, ledger)
-        if done.taken and ledger.tables.facts is not None:
-            # reading the table may have taken hours since to_delta's check, and the sink's
-            # first batch does not check again (ADR 0179): check once more before the query
-            ledger.check_one_target()
-        return done.snapshot_lsn
-
-    def _sink(  # noqa: PLR0917 (one call site)
-        self,
-        options: dict[str, str],
-        location: str,
-        target_ref: TableRef,
-        sink_id: str,
-        facts_ref: TableRef | None,
-        snapshot_on_switch: bool,
-        *,
-        warm_state: WarmState,
-        checked_app_id: str,
-    ) -> tuple[str | None, Callable[[DataFrame, int], None]]:
-        """The stream's metrics directory (``metricsPath`` popped from ``options``) and its
-        ``foreachBatch`` function: the sink, wrapped for ``snapshot_on_switch``."""
-        metrics = resolve_metrics_path(
-            location,
-            sink_id,
-            options.pop("metricsPath", None),
-            has_facts=facts_ref is not None or snapshot_on_switch,
-        )
-        if snapshot_on_switch and metrics is None:
-            raise ValueError(
-                "snapshot_on_switch=True learns of a capture-instance switch from the reader's "
-                f"metrics files, and the checkpoint {location!r} is a URI: set the metricsPath "
-                "option to a directory every node can write (a Volume, or a URI pyarrow.fs "
-                "opens), or use a local or Volume checkpoint"
-            )
-        # the sink's arguments were checked by to_delta, once (sink_arguments): built directly
-        folder = None if metrics is None else metrics_dir(metrics)
-        sink = DeltaSink(
-            target_ref,
-            sink_id,
-            facts_ref,
-            folder,
-            location,
-            warm_state=warm_state,
-            # to_delta checked the app_id it was given; a generation's sink id is another
-            identity_checked=facts_ref is not None and sink_id == checked_app_id,
-        )
-        if not snapshot_on_switch:
-            return metrics, sink
-        from mssql_cdc.pipeline.switch_snapshot import SwitchSnapshotSink
-
-        return metrics, SwitchSnapshotSink(sink, options, self._parsed)
-
-    def _check_resnapshot(self, checkpoint: str, facts: TableRef | None) -> None:
-        what = "on_data_loss='resnapshot'"
-        if facts is None:
-            raise ValueError(
-                f"{what} needs facts_table: the resnapshot facts row records the lost range "
-                "and the generation"
-            )
-        if not self._parsed.fail_on_data_loss:
-            raise ValueError(
-                f"{what} needs failOnDataLoss=true: with false a purge is skipped during a "
-                "batch and the gap hidden, so no re-snapshot would ever cover it"
-            )
-        if is_uri(checkpoint) or checkpoint == "/dbfs" or checkpoint.startswith("/dbfs/"):
-            raise ValueError(
-                f"{what} keeps its generation state in the checkpoint, which Python must read "
-                f"where Spark writes it: {checkpoint!r} is a URI or a /dbfs path; use a local "
-                "path or a Unity Catalog Volume (/Volumes/<catalog>/<schema>/<volume>/...)"
-            )
+        plan = plan_start(args, self._options, self._parsed, detect_platform(self.spark))
+        return StreamStart(self.spark, plan, self._parsed).run()
 
     def snapshot(
         self,
@@ -566,15 +380,3 @@ def stream(spark: SparkSession, options: SourceOptions | Mapping[str, object]) -
     parsed = parse_options(copied)
     register(spark)
     return CdcStream(spark, copied, parsed)
-
-
-def _clear_unfinished_log(generations: Generations, generation: Generation) -> None:
-    """Removes what a driver killed while writing the generation checkpoint's first log entry
-    left (``Generations.clear_unfinished_log``), with a WARNING per file."""
-    for path in generations.clear_unfinished_log(generation):
-        log.warning(
-            "%s: removed %s, the unfinished first entry of the checkpoint's log a stopped "
-            "driver left (Spark would refuse to start batch 0 next to it)",
-            generation.sink_id,
-            path,
-        )

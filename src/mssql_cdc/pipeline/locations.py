@@ -35,6 +35,7 @@ __all__ = [
     "app_dir_name",
     "check_checkpoint",
     "is_uri",
+    "metrics_base",
     "resolve_metrics_path",
 ]
 
@@ -109,6 +110,24 @@ def app_dir_name(app_id: str) -> str:
     return f"{safe}-{hashlib.sha256(app_id.encode('utf-8')).hexdigest()[:8]}"
 
 
+def metrics_base(explicit: str | None) -> str | None:
+    """The ``metricsPath`` option as the base of the streams' directories: ``None`` when it is
+    not given (or blank), a local path made absolute, a URI as given. Pure: nothing is opened.
+
+    Raises:
+        ValueError: a ``dbfs:/`` URI (the sink cannot open it).
+    """
+    if explicit is None or not explicit.strip():
+        return None
+    base = explicit.strip()
+    if base.lower().startswith("dbfs:"):
+        raise ValueError(
+            f"metricsPath {base!r}: a dbfs:/ URI cannot be opened by the sink (pyarrow.fs); "
+            "use the FUSE path (/dbfs/...) or a Unity Catalog Volume (/Volumes/...)"
+        )
+    return base if is_uri(base) else os.path.abspath(base)
+
+
 def resolve_metrics_path(
     checkpoint: str, app_id: str, explicit: str | None, *, has_facts: bool
 ) -> str | None:
@@ -128,15 +147,8 @@ def resolve_metrics_path(
         ValueError: ``metricsPath`` is a ``dbfs:/`` URI or a URI ``pyarrow.fs`` cannot open;
             the message names ``metricsPath`` and the fix.
     """
-    if explicit is not None and explicit.strip():
-        base = explicit.strip()
-        if base.lower().startswith("dbfs:"):
-            raise ValueError(
-                f"metricsPath {base!r}: a dbfs:/ URI cannot be opened by the sink (pyarrow.fs); "
-                "use the FUSE path (/dbfs/...) or a Unity Catalog Volume (/Volumes/...)"
-            )
-        if not is_uri(base):
-            base = os.path.abspath(base)
+    base = metrics_base(explicit)
+    if base is not None:
         path = _join(base, app_dir_name(app_id))
         metrics_dir(path)  # raises ValueError when pyarrow.fs cannot open it
         return path
