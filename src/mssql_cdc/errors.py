@@ -37,6 +37,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "STATUS_CLASSES",
@@ -48,6 +52,7 @@ __all__ = [
     "ProtocolError",
     "ResultShapeError",
     "SchemaChangedError",
+    "ServerFields",
     "SqlServerError",
     "SqlTimeoutError",
     "TlsError",
@@ -206,22 +211,24 @@ STATUS_CLASSES: Mapping[str, type[Exception]] = {
 }
 
 
-def from_status(
-    status: str,
-    message: str,
-    *,
-    number: int | None = None,
-    state: int | None = None,
-    severity: int | None = None,
-    server: str | None = None,
-    procedure: str | None = None,
-    line: int | None = None,
-) -> Exception:
+class ServerFields(TypedDict, total=False):
+    """The fields of SQL Server's ERROR token, as the C binding passes them to
+    :func:`from_status` (keyword arguments)."""
+
+    number: int
+    state: int
+    severity: int
+    server: str
+    procedure: str
+    line: int
+
+
+def from_status(status: str, message: str, **fields: Unpack[ServerFields]) -> Exception:
     """The exception for a native status (``"ECLOSED"``) and its message.
 
     Called by the C binding (native/python/errors.c) for every failed call; the server's
-    fields come as data when SQL Server sent an ERROR token. An unknown status gives a
-    :class:`ProtocolError` naming it.
+    fields come as keyword arguments (:class:`ServerFields`) when SQL Server sent an ERROR
+    token. An unknown status gives a :class:`ProtocolError` naming it.
     """
     cls = STATUS_CLASSES.get(status)
     if cls is None:
@@ -229,12 +236,12 @@ def from_status(
     if issubclass(cls, SqlServerError):
         return cls(
             message,
-            number=number,
-            state=state,
-            severity=severity,
-            server=server or None,
-            procedure=procedure or None,
-            line=line,
+            number=fields.get("number"),
+            state=fields.get("state"),
+            severity=fields.get("severity"),
+            server=fields.get("server") or None,
+            procedure=fields.get("procedure") or None,
+            line=fields.get("line"),
         )
     return cls(message)
 

@@ -23,7 +23,7 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypedDict, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, cast, overload
 
 from mssql_cdc._native import Lsn
 from mssql_cdc.option_kinds import (
@@ -46,6 +46,9 @@ from mssql_cdc.option_kinds import (
     count_or_auto,
     non_negative,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "MAX_NUM_PARTITIONS",
@@ -110,6 +113,13 @@ class Option(Generic[T]):
         return ValueError(f"Option {self.name!r} has the value {shown}; allowed: {allowed}")
 
 
+class _Flags(TypedDict, total=False):
+    """:class:`Option`'s flags as :func:`_option` takes them (keyword arguments)."""
+
+    secret: bool
+    inert: str | None
+
+
 @overload
 def _option(
     name: str,
@@ -119,8 +129,7 @@ def _option(
     default_doc: str,
     read_by: ReadBy,
     doc: str,
-    secret: bool = False,
-    inert: str | None = None,
+    **flags: Unpack[_Flags],
 ) -> T: ...
 @overload
 def _option(
@@ -131,8 +140,7 @@ def _option(
     default_doc: str,
     read_by: ReadBy,
     doc: str,
-    secret: bool = False,
-    inert: str | None = None,
+    **flags: Unpack[_Flags],
 ) -> T | None: ...
 def _option(
     name: str,
@@ -142,11 +150,12 @@ def _option(
     default_doc: str,
     read_by: ReadBy,
     doc: str,
-    secret: bool = False,
-    inert: str | None = None,
+    **flags: Unpack[_Flags],
 ) -> T | None:
-    """A field declaring one option (the arguments are :class:`Option`'s attributes)."""
-    spec = Option(name, kind, default_doc, read_by, doc, secret=secret, inert=inert)
+    """A field declaring one option (the arguments are :class:`Option`'s attributes; ``secret``
+    and ``inert`` among ``flags``)."""
+    secret = flags.get("secret", False)
+    spec = Option(name, kind, default_doc, read_by, doc, secret=secret, inert=flags.get("inert"))
     return field(default=default, repr=not secret, metadata={_KEY: spec})
 
 

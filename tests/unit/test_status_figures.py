@@ -110,7 +110,7 @@ def test_watch_redraws_and_returns_the_breach_exit_code():
     pytest.importorskip("rich")
     from rich.console import Console
 
-    from mssql_cdc.cli.watch import watch
+    from mssql_cdc.cli.watch import Screen, watch
 
     reads = []
 
@@ -128,9 +128,11 @@ def test_watch_redraws_and_returns_the_breach_exit_code():
         thresholds=Thresholds(max_lag_minutes=5),
         retention_hours=72.0,
         title="status",
-        console=Console(file=out, width=200, force_terminal=False),
-        refreshes=2,
-        now=lambda: NOW,
+        screen=Screen(
+            console=Console(file=out, width=200, force_terminal=False),
+            refreshes=2,
+            now=lambda: NOW,
+        ),
     )
     assert len(reads) == 2
     assert code == BREACH_EXIT

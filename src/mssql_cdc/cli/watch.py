@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mssql_cdc.cli.status import BREACH_EXIT, StreamStatus, Thresholds, breaches, status_rows
@@ -18,7 +19,7 @@ from mssql_cdc.cli.status import BREACH_EXIT, StreamStatus, Thresholds, breaches
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
-__all__ = ["render", "watch"]
+__all__ = ["Screen", "render", "watch"]
 
 Snapshot = tuple[Sequence[StreamStatus], Sequence[dict[str, Any]]]
 
@@ -72,6 +73,18 @@ def render(
     return Group(*parts)
 
 
+@dataclass(frozen=True)
+class Screen:
+    """Where and how long :func:`watch` draws: the console (``None``: the terminal), at most
+    ``refreshes`` views (``None``: until Ctrl-C or ``stop``), the event that stops it, and the
+    clock (naive UTC; ``None``: now)."""
+
+    console: Console | None = None
+    refreshes: int | None = None
+    stop: threading.Event | None = None
+    now: Callable[[], dt.datetime] | None = None
+
+
 def watch(
     read: Callable[[], Snapshot],
     *,
@@ -79,18 +92,18 @@ def watch(
     thresholds: Thresholds,
     retention_hours: float | None,
     title: str,
-    console: Console | None = None,
-    refreshes: int | None = None,
-    stop: threading.Event | None = None,
-    now: Callable[[], dt.datetime] | None = None,
+    screen: Screen | None = None,
 ) -> int:
-    """Redraws ``read()`` every ``interval`` seconds until Ctrl-C, ``stop`` is set or
-    ``refreshes`` views were drawn; returns the last view's exit code (0 or ``BREACH_EXIT``)."""
+    """Redraws ``read()`` every ``interval`` seconds until Ctrl-C, ``screen.stop`` is set or
+    ``screen.refreshes`` views were drawn; returns the last view's exit code (0 or
+    ``BREACH_EXIT``)."""
     _rich()
     from rich.live import Live
 
-    clock = now or (lambda: dt.datetime.now(dt.timezone.utc).replace(tzinfo=None))
-    halt = stop or threading.Event()
+    screen = screen or Screen()
+    console, refreshes = screen.console, screen.refreshes
+    clock = screen.now or (lambda: dt.datetime.now(dt.timezone.utc).replace(tzinfo=None))
+    halt = screen.stop or threading.Event()
     code = 0
     drawn = 0
     with Live(console=console, auto_refresh=False) as live:

@@ -490,12 +490,7 @@ class _Run:
             run_at=run_at,
             source_lsn=source_lsn,
             rows_lsn=rows_lsn,
-            buckets=buckets,
-            tallied=tallied,
-            statuses=statuses,
-            chosen=chosen_ix,
-            differences=differences,
-            flight=flight,
+            found=_Found(buckets, tallied, statuses, chosen_ix, differences, flight),
         )
         report_rows += self._chunk_rows(run_id, run_at, *chunks)
         counts = Counter(statuses)
@@ -546,13 +541,10 @@ class _Run:
         run_at: datetime,
         source_lsn: str | None,
         rows_lsn: str | None,
-        buckets: Sequence[Bucket],
-        tallied: Sequence[_Tally],
-        statuses: Sequence[str],
-        chosen: set[int],
-        differences: Sequence[_Difference],
-        flight: set[tuple[object, ...]],
+        found: _Found,
     ) -> list[tuple[Any, ...]]:
+        buckets, tallied, statuses = found.buckets, found.tallied, found.statuses
+        chosen, differences, flight = found.chosen, found.differences, found.flight
         head = (run_id, run_at, self.silver.text, self.version, self.silver_lsn)
         out: list[tuple[Any, ...]] = []
         for b, t, status in zip(buckets, tallied, statuses, strict=True):
@@ -595,6 +587,20 @@ class _Run:
                 )
             )
         return out
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What a run found, per bucket (``buckets``, their ``tallied`` sums and ``statuses``),
+    the buckets whose rows were compared (``chosen``), the rows that differ, and the keys of
+    transactions in flight."""
+
+    buckets: Sequence[Bucket]
+    tallied: Sequence[_Tally]
+    statuses: Sequence[str]
+    chosen: set[int]
+    differences: Sequence[_Difference]
+    flight: set[tuple[object, ...]]
 
 
 def _failure_row(  # noqa: PLR0917 (one report row's columns, in order)

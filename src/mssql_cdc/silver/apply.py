@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -253,18 +254,16 @@ def apply_changes(
     candidates = [x for x in (found.upper, base.lsn if base else None, old_applied, opened) if x]
     applied = max(candidates) if candidates else None
     counts = (0, 0, 0)
+    call = _Call(spark, bronze_ref, target_ref, facts_ref, key_columns, scd)
     if rebuild or found.rows or landed:
         ensure_silver(spark, target_ref, captured_fields, scd)
-        rows = _rows(spark, df, target_ref, lower, applied, base, landed, key_columns, scd)
+        rows = _rows(call, df, (lower, applied), base, landed)
         counts = _merge(
-            spark,
-            target_ref,
+            call,
             rows,
             bronze_columns=df.columns,
-            keys=key_columns,
             captured=captured,
             tracked=tracked,
-            scd=scd,
             base=base,
             rebuild=rebuild,
         )
@@ -273,10 +272,7 @@ def apply_changes(
 
     held = position.finalized_until if position else None
     verdict = _verdict(
-        spark,
-        bronze_ref,
-        facts_ref,
-        target_ref,
+        call,
         snapshot=complete,
         bronze_row=bronze_verdict,
         held=held,
@@ -352,20 +348,31 @@ def _open_position(
     return position.open_snapshot_lsn, position.snapshot_wave
 
 
-def _rows(  # noqa: PLR0917 (the call's state, passed through)
-    spark: SparkSession,
+@dataclass(frozen=True)
+class _Call:
+    """One call's fixed parts: the session, bronze, silver (``target``), the facts table, the
+    key columns and the SCD type."""
+
+    spark: SparkSession
+    bronze: TableRef
+    target: TableRef
+    facts: TableRef | None
+    keys: list[str]
+    scd: int
+
+
+def _rows(
+    call: _Call,
     df: DataFrame,
-    target: TableRef,
-    lower: str | None,
-    upper: str | None,
+    window: tuple[str | None, str | None],
     base: plan.Snapshot | None,
     landed: waves.Waves | None,
-    keys: list[str],
-    scd: int,
 ) -> DataFrame:
-    """The bronze rows one call applies: the changes beyond ``lower`` (from the lowest stamp
-    of the chunks it applies, when lower), the rebuild's snapshot rows, the landed chunks and
-    their range deletes (``silver.waves``)."""
+    """The bronze rows one call applies: the changes in ``window`` (``(lower, upper]``; from
+    the lowest stamp of the chunks it applies, when lower), the rebuild's snapshot rows, the
+    landed chunks and their range deletes (``silver.waves``)."""
+    spark, target, keys, scd = call.spark, call.target, call.keys, call.scd
+    lower, upper = window
     if landed is None:
         return plan.changes(df, lower, upper, base)
     if lower is not None and base is None:
@@ -390,18 +397,16 @@ def _rows(  # noqa: PLR0917 (the call's state, passed through)
 
 
 def _merge(
-    spark: SparkSession,
-    target: TableRef,
+    call: _Call,
     rows: DataFrame,
     *,
     bronze_columns: list[str],
-    keys: list[str],
     captured: list[str],
     tracked: list[str],
-    scd: int,
     base: plan.Snapshot | None,
     rebuild: bool,
 ) -> tuple[int, int, int]:
+    spark, target, keys, scd = call.spark, call.target, call.keys, call.scd
     what = f"apply_changes {target.text}"
     if scd == 1:
         images = plan.latest_images(rows, keys, captured, bronze_columns)
@@ -434,10 +439,7 @@ def _merge(
 
 
 def _verdict(
-    spark: SparkSession,
-    bronze: TableRef,
-    facts: TableRef | None,
-    target: TableRef,
+    call: _Call,
     *,
     snapshot: plan.Snapshot | None,
     bronze_row: SilverPosition | None,
@@ -449,6 +451,7 @@ def _verdict(
     """Silver's verdict: bronze's (as read before bronze) truncated to the granularity; none
     without a facts table (warned once), while a snapshot of bronze is open, or when it would
     not move past ``held`` (silver's verdict now: the open-snapshot check is then skipped)."""
+    spark, bronze, facts, target = call.spark, call.bronze, call.facts, call.target
     if bronze_row is None or bronze_row.finalized_until is None:
         return None
     verdict = truncate(bronze_row.finalized_until, granularity)

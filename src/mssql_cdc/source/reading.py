@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pyarrow as pa
 
@@ -27,7 +28,7 @@ from mssql_cdc.source.clock import ServerClock
 from mssql_cdc.source.headroom import headroom_hours
 from mssql_cdc.source.offsets import format_utc, parse_utc
 from mssql_cdc.source.partitions import ChangeRange
-from mssql_cdc.source.retention import data_loss_error, is_gone, record_skip
+from mssql_cdc.source.retention import Skip, data_loss_error, is_gone, record_skip
 from mssql_cdc.source.sql import change_query
 
 __all__ = ["ReadSpec", "read_changes"]
@@ -130,12 +131,8 @@ def read_changes(spec: ReadSpec, part: ChangeRange) -> Iterator[pa.RecordBatch]:
             if options.fail_on_data_loss:
                 raise data_loss_error(ci, low, min_lsn)
             record_skip(
-                ci,
-                low,
-                min_lsn,
-                certain=False,
-                metrics_path=options.metrics_path,
-                reason="purged before the task read it",
+                Skip(ci, low, min_lsn, certain=False, reason="purged before the task read it"),
+                options.metrics_path,
             )
             warnings.append(f"{ci}: skipped {low}..{min_lsn.prev()} purged by CDC cleanup")
             low = min_lsn
@@ -154,31 +151,36 @@ def read_changes(spec: ReadSpec, part: ChangeRange) -> Iterator[pa.RecordBatch]:
             if options.fail_on_data_loss:
                 raise data_loss_error(ci, low, min_lsn)
             record_skip(
-                ci,
-                low,
-                min_lsn,
-                certain=False,
-                metrics_path=options.metrics_path,
-                reason="cleanup ran during the read",
+                Skip(ci, low, min_lsn, certain=False, reason="cleanup ran during the read"),
+                options.metrics_path,
             )
             warnings.append(f"{ci}: cleanup passed {low} during the read")
         if options.metrics_path:
-            _write_metrics(client, part, rows, rtt, read_seconds, before, warnings, min_lsn)
+            _write_metrics(client, part, _Read(rows, rtt, read_seconds, warnings), before, min_lsn)
     finally:
         client.close()
 
 
-def _write_metrics(  # noqa: PLR0917 (one call site)
+class _Read(NamedTuple):
+    """What a partition's read measured: its rows, the round trip before it (ms), its seconds
+    and the warnings it gave."""
+
+    rows: int
+    rtt: float | None
+    read_seconds: float
+    warnings: list[str]
+
+
+def _write_metrics(
     client: CdcClient,
     part: ChangeRange,
-    rows: int,
-    rtt: float | None,
-    read_seconds: float,
+    read: _Read,
     before: dict[str, float],
-    warnings: list[str],
     min_lsn: Lsn,
 ) -> None:
-    """Write the partition's metrics file; failures only WARN."""
+    """Write the partition's metrics file (``before``: the client's counters before the
+    read); failures only WARN."""
+    rows, rtt, read_seconds, warnings = read
     options = client.options
     assert options.metrics_path is not None
     try:

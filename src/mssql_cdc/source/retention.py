@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from mssql_cdc.source.client import CaptureInstance
     from mssql_cdc.source.clock import ServerClock
 
-__all__ = ["Loss", "data_loss_error", "find_loss", "first_held", "is_gone", "record_skip"]
+__all__ = ["Loss", "Skip", "data_loss_error", "find_loss", "first_held", "is_gone", "record_skip"]
 
 log = logging.getLogger("mssql_cdc.source")
 _ZERO = Lsn(bytes(10))
@@ -76,13 +76,15 @@ def first_held(
             oldest.name, first, oldest.start_lsn, lost_from_ts=lost_from_ts, lost_to_ts=lost_to_ts
         )
     record_skip(
-        oldest.name,
-        first,
-        oldest.start_lsn,
-        certain=True,
-        metrics_path=metrics_path,
-        lost_from_ts=lost_from_ts,
-        lost_to_ts=lost_to_ts,
+        Skip(
+            oldest.name,
+            first,
+            oldest.start_lsn,
+            certain=True,
+            lost_from_ts=lost_from_ts,
+            lost_to_ts=lost_to_ts,
+        ),
+        metrics_path,
     )
     return oldest.start_lsn
 
@@ -111,19 +113,32 @@ def data_loss_error(
     )
 
 
-def record_skip(
-    capture_instance: str,
-    first: Lsn,
-    min_lsn: Lsn,
-    *,
-    certain: bool,
-    metrics_path: str | None,
-    lost_from_ts: str = "",
-    lost_to_ts: str = "",
-    reason: str | None = None,
-) -> None:
+@dataclass(frozen=True)
+class Skip:
+    """A range skipped under ``failOnDataLoss=false``: the changes of ``capture_instance`` from
+    ``first`` up to ``min_lsn`` (its low endpoint now), whether the driver found it before
+    planning (``certain``) or a task after its read, the lost commit times when known (ISO-8601
+    UTC, ``""``: unknown) and why."""
+
+    capture_instance: str
+    first: Lsn
+    min_lsn: Lsn
+    certain: bool
+    lost_from_ts: str = ""
+    lost_to_ts: str = ""
+    reason: str | None = None
+
+
+def record_skip(skip: Skip, metrics_path: str | None) -> None:
     """Log the WARNING for a skip under ``failOnDataLoss=false`` and write the ``data_skipped``
     event file when ``metrics_path`` is set (never fails the read)."""
+    capture_instance, first, min_lsn, certain = (
+        skip.capture_instance,
+        skip.first,
+        skip.min_lsn,
+        skip.certain,
+    )
+    lost_from_ts, lost_to_ts, reason = skip.lost_from_ts, skip.lost_to_ts, skip.reason
     log.warning(
         "%s: failOnDataLoss=false: skipping %s that CDC no longer holds (%s)",
         capture_instance,

@@ -239,11 +239,11 @@ def review_batch(  # noqa: PLR0917 (one call site, the planner)
     running: Sequence[Column],
     instances: Sequence[CaptureInstance],
     reading: Sequence[str],
-    low: Lsn,
-    high: Lsn,
+    window: tuple[Lsn, Lsn],
     captured: dict[str, list[CapturedColumn]],
 ) -> None:
-    """Checks the batch ``low..high`` for DDL and for a newer capture instance, before it reads.
+    """Checks the batch ``window`` (``(low, high)``, both read) for DDL and for a newer capture
+    instance, before it reads.
 
     ``instances`` are the table's capture instances (oldest first), ``reading`` the ones the
     batch reads, ``captured`` the planner's cache of captured columns per instance (refreshed
@@ -256,6 +256,7 @@ def review_batch(  # noqa: PLR0917 (one call site, the planner)
         DDL under ``schemaChangePolicy=fail``; a type the running query cannot hold; a newer
         instance with columns the running schema lacks or cannot hold.
     """
+    low, high = window
     options = client.options
     declared = options.columns is not None
     history = [d for name in dict.fromkeys(reading) for d in client.ddl_history(name)]

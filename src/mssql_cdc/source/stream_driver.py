@@ -217,8 +217,7 @@ class StreamPlanner:
             captured,
             siblings,
             [name for name, _, _ in ranges],
-            low,
-            high,
+            (low, high),
             self._captured,
         )
         retention = self.retention.minutes() if self.options.metrics_path else None
