@@ -29,11 +29,11 @@ if TYPE_CHECKING:
         stop_all,
         stream,
     )
-    from mssql_cdc.pipeline.reconcile import ReconcileResult, reconcile
     from mssql_cdc.silver import apply_changes
     from mssql_cdc.source.preflight import CheckItem, CheckReport, check
     from mssql_cdc.source.registration import register
     from mssql_cdc.types import ApplyResult, BackfillStatus, Offset, OnDataLoss
+    from mssql_cdc.validate.reconcile import ReconcileResult, reconcile
 
     __version__: str
 
@@ -80,8 +80,8 @@ _HOMES = {
     "MssqlCdcError": "mssql_cdc.errors",
     "Offset": "mssql_cdc.types",
     "OnDataLoss": "mssql_cdc.types",
-    "ReconcileResult": "mssql_cdc.pipeline.reconcile",
-    "reconcile": "mssql_cdc.pipeline.reconcile",
+    "ReconcileResult": "mssql_cdc.validate.reconcile",
+    "reconcile": "mssql_cdc.validate.reconcile",
     "SchemaChangedError": "mssql_cdc.errors",
     "SourceOptions": "mssql_cdc.options",
     "is_data_loss": "mssql_cdc.errors",

@@ -267,7 +267,7 @@ def test_bad_arguments_are_refused_before_any_read(spark, source, tmp_path):
 def test_canonical_text_is_equal_for_equal_values_and_unambiguous(spark):
     from pyspark.sql import functions as sf
 
-    from mssql_cdc.pipeline.row_hash import row_hash, row_text
+    from mssql_cdc.validate.row_hash import row_hash, row_text
 
     df = spark.sql(
         "SELECT CAST(-0.0 AS DOUBLE) AS a, CAST(0.0 AS DOUBLE) AS b, 'a' AS s1, 'bc' AS s2, "

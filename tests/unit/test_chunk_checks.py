@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mssql_cdc.pipeline.chunk_checks import ChunkRecord, chunk_failures
+from mssql_cdc.validate.chunk_checks import ChunkRecord, chunk_failures
 
 S = "0x00000000000000000010"
 

@@ -1,4 +1,4 @@
-"""Reconcile's bucketing rules, argument checks and key JSON (mssql_cdc.pipeline.buckets), and
+"""Reconcile's bucketing rules, argument checks and key JSON (mssql_cdc.validate.buckets), and
 docs/validation.md listing the report table's columns as declared."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mssql_cdc.pipeline.buckets import (
+from mssql_cdc.sink.schemas import RECONCILE
+from mssql_cdc.validate.buckets import (
     FINE_BUCKETS,
     Bucket,
     Grid,
@@ -27,7 +28,6 @@ from mssql_cdc.pipeline.buckets import (
     sampled,
     unit_value,
 )
-from mssql_cdc.sink.schemas import RECONCILE
 
 
 def test_single_integer_and_date_keys_are_ranged_others_whole_table():

@@ -24,7 +24,20 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from mssql_cdc.options import parse_options, snapshot_read_options
-from mssql_cdc.pipeline.buckets import (
+from mssql_cdc.sink import (
+    TableRef,
+    append_report,
+    bronze_change_keys,
+    bronze_position,
+    quote,
+    read_silver_position,
+    report_frame,
+    silver_current_rows,
+    silver_version,
+    table_ref,
+)
+from mssql_cdc.source import open_tallies, register
+from mssql_cdc.validate.buckets import (
     Bucket,
     Grid,
     bound_json,
@@ -39,20 +52,7 @@ from mssql_cdc.pipeline.buckets import (
     sampled,
     unit_value,
 )
-from mssql_cdc.pipeline.chunk_checks import CHUNK_FAILURES, ChunkFailure, check_chunks
-from mssql_cdc.sink import (
-    TableRef,
-    append_report,
-    bronze_change_keys,
-    bronze_position,
-    quote,
-    read_silver_position,
-    report_frame,
-    silver_current_rows,
-    silver_version,
-    table_ref,
-)
-from mssql_cdc.source import open_tallies, register
+from mssql_cdc.validate.chunk_checks import CHUNK_FAILURES, ChunkFailure, check_chunks
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -360,7 +360,7 @@ class _Run:
     def tier2(self, chosen: Sequence[Bucket]) -> list[_Difference]:
         from pyspark.sql import functions as sf
 
-        from mssql_cdc.pipeline.row_hash import canonical_text, row_hash
+        from mssql_cdc.validate.row_hash import canonical_text, row_hash
 
         if not chosen:
             return []
