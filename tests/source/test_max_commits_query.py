@@ -7,21 +7,14 @@ error 40517 ("MAX of an expression of a type the emulator does not know"), since
 types only functions over columns it knows (ADR 0195) and does not type ``MAX`` over a column of
 a derived table (``SELECT MAX(x.start_lsn) FROM (SELECT TOP (@P3) start_lsn ...) AS x``). SQL
 Server answers it; a stream with ``maxCommitsPerBatch`` against the emulator never gets past
-its first batch."""
+its first batch. The emulator now types a derived table's column by its select list."""
 
 from __future__ import annotations
-
-import pytest
 
 from mssql_cdc.options import parse_options
 from mssql_cdc.source.client import CdcClient
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="emulator: MAX over a derived table's column is error 40517 (ADR 0195's typing), so "
-    "maxCommitsPerBatch's nth_commit query fails on the emulator",
-)
 def test_the_nth_commit_after_an_lsn_is_the_nth_commit_or_the_cap(source):
     for i in range(4):
         source.sql(f"INSERT INTO dbo.orders VALUES ({i}, N'n', {i})")

@@ -376,14 +376,18 @@ class CdcStream:
 
         Args:
             target: the bronze table (name or path).
-            resnapshot: always read a new snapshot. ``False``: when ``target`` already holds
-                a snapshot of the table (any of its capture instances) that a stream can still
-                start after (CDC holds every change after it), return its offset and read
-                nothing.
+            resnapshot: read a new snapshot, unless ``target`` already holds one at the very
+                LSN it would be stamped with (CDC captured nothing since; a second one there
+                would hold every row twice): that one is returned, with a WARNING.
+                ``False``: when ``target`` already holds a snapshot of the table (any of its
+                capture instances) that a stream can still start after (CDC holds every
+                change after it), return its offset and read nothing.
             app_id: the stream the snapshot is for: its commit carries ``<app_id>#events``,
                 so ``to_delta(app_id=..., bootstrap=True)`` later finds it; needed with
                 ``facts_table``.
-            facts_table: write the ``snapshot_open`` facts row there.
+            facts_table: the stream's facts table: a chunked snapshot of the stream open in
+                ``target`` refuses a full one (``ValueError``). No facts row is written (only
+                ``to_delta`` and ``seed`` write ``bootstrap`` rows).
 
         Returns:
             ``{"lsn": ..., "commit_ts": ...}`` of the snapshot.
