@@ -6,8 +6,9 @@
 #   make lint         ruff, ruff format --check, mypy --strict, the import graph (no cycle,
 #                     layers; scripts/check_imports.py), clang-format, mkdocs --strict
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS each
-#   make chaos        TRIALS randomized fault trials from SEED (tests/chaos; docs/reliability.md):
-#                     the table of faults, duplicates and losses; exit 1 on any broken promise
+#   make chaos        TRIALS randomized fault trials from SEED of KINDS (tests/chaos; docs/
+#                     reliability.md): per kind the kills, faults, duplicates and losses; exit 1
+#                     on any broken promise
 #   make wheel        sdist + one binary wheel per architecture (abi3, manylinux) into dist/
 #   make wheel-check  wheel, then install it without a compiler (and the sdist) and query the emulator
 #   make test-spark40 / test-spark41   a representative subset of the Spark tests on PySpark
@@ -77,13 +78,16 @@ fuzz:
 pytest: setup
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
-# Randomized fault trials (tests/chaos/run.py); trial i has seed SEED + i, and a failing one
-# prints `make chaos TRIALS=1 SEED=<its seed>`. CHAOS_ARGS: e.g. "--seconds 12 --dir build/chaos".
+# Randomized fault trials (tests/chaos/run.py); trial i has seed SEED + i and, of KINDS (all, or
+# a comma-separated list: stream, bootstrap_full, ..., silver_type2), the kind (SEED + i) mod the
+# number of kinds; a failing one prints `make chaos TRIALS=1 SEED=<its seed> KINDS=<its kind>`.
+# CHAOS_ARGS: e.g. "--seconds 12 --dir build/chaos --minutes 60".
 TRIALS ?= 10
 SEED ?= 1
+KINDS ?= all
 CHAOS_ARGS ?=
 chaos: setup
-	$(PY) tests/chaos/run.py --trials $(TRIALS) --seed $(SEED) $(CHAOS_ARGS)
+	$(PY) tests/chaos/run.py --trials $(TRIALS) --seed $(SEED) --kinds $(KINDS) $(CHAOS_ARGS)
 
 # The sdist and a cp310-abi3 manylinux_2_17 wheel per architecture (zig's clang, the node's
 # OpenSSL 3; ADR 0050), checked with auditwheel and abi3audit. WHEEL_ARCHES="x86_64" for one.
