@@ -19,6 +19,7 @@ def master() -> str:
     """The Spark master of the tests' sessions: ``MSSQL_CDC_TEST_MASTER``, else ``local[2]``."""
     return os.environ.get(MASTER_ENV) or "local[2]"
 
+
 #: The driver JVM compiles with C1 only. The tests run many short jobs on tiny tables, where the
 #: C2 compiler's threads take the cores from the work itself. Measured on the 2-core CI machine
 #: under load (a session start, then a Delta table created, six appends with txnAppId and a
