@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
+from mssql_cdc.cli.invocation import command
 from mssql_cdc.cli.landed import LandedRows
 from mssql_cdc.cli.status import read_status, recent_events, status_text
 from mssql_cdc.cli.verify import bronze_history, compare, source_history
@@ -314,7 +315,7 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
         "headroom (h): hours before CDC cleanup would delete changes not streamed yet (the "
         f"emulator keeps changes {retention_hours:g} h)\n"
         f"the Delta tables are under {config.workdir}; look again with:\n"
-        f"  .venv/bin/mssql-cdc status --facts {config.workdir / 'facts'} "
+        f"  {command()} status --facts {config.workdir / 'facts'} "
         f"--retention-hours {retention_hours:g}",
         file=out,
     )
