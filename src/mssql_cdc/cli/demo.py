@@ -232,7 +232,10 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
             file=out,
             flush=True,
         )
-        spark = get_spark("mssql-cdc-demo", config=short_run_config())
+        # everything under the demo's directory, Spark's default warehouse too (it would be
+        # ./spark-warehouse, in whatever directory the demo was started from)
+        warehouse = {"spark.sql.warehouse.dir": str(config.workdir / "spark-warehouse")}
+        spark = get_spark("mssql-cdc-demo", config={**short_run_config(), **warehouse})
         if owns_spark:
             spark.sparkContext.setLogLevel("ERROR")
         print(
