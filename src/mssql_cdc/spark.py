@@ -102,9 +102,11 @@ def _unresolved(jar: DeltaJar, exc: Exception) -> DeltaJarsError:
     return DeltaJarsError(
         f"local Spark did not start: its JVM exited while resolving the Delta jar "
         f"{jar.coordinate} (spark.jars.packages, for delta-spark {jar.delta_version} and "
-        f"pyspark {jar.spark_version}); Spark's messages above say why (':: UNRESOLVED "
-        f"DEPENDENCIES ::' when Maven Central, or the repositories of spark.jars.repositories, "
-        f"cannot serve it). To use jars on disk instead, put {spark_jar} and {storage_jar} in a "
+        f"pyspark {jar.spark_version}). Spark's messages above say why: 'UNRESOLVED "
+        f"DEPENDENCIES' when no repository serves it (Maven Central, or those of "
+        f"spark.jars.repositories); 'FAILED DOWNLOADS' often when ~/.m2/repository, which "
+        f"Spark also reads, holds a pom without its jar (delete that artifact's directory "
+        f"there). To use jars on disk instead, put {spark_jar} and {storage_jar} in a "
         f"directory and set {JARS_ENV} to it ({exc})"
     )
 

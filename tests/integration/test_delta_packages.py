@@ -243,7 +243,8 @@ def test_a_jar_spark_cannot_resolve_is_an_error_naming_it_and_the_jars_directory
     assert error.startswith(
         "local Spark did not start: its JVM exited while resolving the Delta jar "
         "io.delta:delta-spark_4.2_2.13:0.0.1 (spark.jars.packages, for delta-spark 0.0.1 and "
-        "pyspark 4.2.0)"
+        "pyspark 4.2.0). Spark's messages above say why: 'UNRESOLVED DEPENDENCIES' when no "
+        "repository serves it"
     )
     assert (
         "put delta-spark_4.2_2.13-0.0.1.jar and delta-storage-0.0.1.jar in a directory and set "
