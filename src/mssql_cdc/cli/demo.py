@@ -54,6 +54,15 @@ class DemoConfig:
     seed: int = 7
 
 
+def _session_config(workdir: Path) -> dict[str, str]:
+    """The settings of a local session the demo starts: a short run's, and Spark's warehouse
+    under the demo's directory (else it would be ``./spark-warehouse``, in whatever directory
+    the demo was started from)."""
+    from mssql_cdc.spark import short_run_config
+
+    return {**short_run_config(), "spark.sql.warehouse.dir": str(workdir / "spark-warehouse")}
+
+
 def _instance(table: str) -> str:
     return table.replace(".", "_")
 
@@ -217,7 +226,7 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
 
     from mssql_cdc.emulator import Emulator
     from mssql_cdc.emulator.workload import enable_cdc
-    from mssql_cdc.spark import get_spark, short_run_config
+    from mssql_cdc.spark import get_spark
 
     owns_spark = SparkSession.getActiveSession() is None
     config.workdir.mkdir(parents=True, exist_ok=True)
@@ -232,10 +241,7 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
             file=out,
             flush=True,
         )
-        # everything under the demo's directory, Spark's default warehouse too (it would be
-        # ./spark-warehouse, in whatever directory the demo was started from)
-        warehouse = {"spark.sql.warehouse.dir": str(config.workdir / "spark-warehouse")}
-        spark = get_spark("mssql-cdc-demo", config={**short_run_config(), **warehouse})
+        spark = get_spark("mssql-cdc-demo", config=_session_config(config.workdir))
         if owns_spark:
             spark.sparkContext.setLogLevel("ERROR")
         print(
