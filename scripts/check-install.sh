@@ -41,16 +41,20 @@ log() { printf 'install-%s: %s\n' "$mode" "$*" >&2; }
 start=$SECONDS
 
 # An interpreter by name: on PATH, or one of pyenv's versions (its shims answer only for the
-# selected version), as scripts/check-wheel.sh finds them.
+# selected version), under PYENV_ROOT, ~/.pyenv, or the root of the shim PATH found (CI's HOME
+# is empty, so that is where its pyenv is).
 find_python() {
-  local name=$1 candidate
-  if command -v "$name" >/dev/null 2>&1 && "$name" -c '' 2>/dev/null; then
-    echo "$name"
+  local name=$1 found root candidate
+  found=$(command -v "$name" 2>/dev/null || true)
+  if [ -n "$found" ] && "$found" -c '' 2>/dev/null; then
+    echo "$found"
     return
   fi
-  for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"${name#python}".*/bin/"$name" \
-    /root/.pyenv/versions/"${name#python}".*/bin/"$name"; do
-    [ -x "$candidate" ] && "$candidate" -c '' 2>/dev/null && { echo "$candidate"; return; }
+  for root in "${PYENV_ROOT:-}" "$HOME/.pyenv" "${found:+$(dirname "$(dirname "$found")")}"; do
+    [ -n "$root" ] || continue
+    for candidate in "$root"/versions/"${name#python}".*/bin/"$name"; do
+      [ -x "$candidate" ] && "$candidate" -c '' 2>/dev/null && { echo "$candidate"; return; }
+    done
   done
 }
 base=
