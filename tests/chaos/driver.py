@@ -110,7 +110,9 @@ def _jsonable(value: Any) -> Any:
 
 
 def _rows(spark: Any, path: str, where: str | None = None) -> list[dict[str, Any]]:
-    if not Path(path, "_delta_log").exists():
+    # A table exists once its first commit file does: a killed first commit can leave an
+    # empty _delta_log behind, which Delta reads as DELTA_TABLE_NOT_FOUND.
+    if not any(Path(path, "_delta_log").glob("*.json")):
         return []
     df = spark.read.format("delta").load(path)
     if where:
