@@ -842,8 +842,9 @@ def table(results: list[TrialResult]) -> str:
     for r in results:
         by_kind[r.kind].append(r)
     lines = [
-        "| kind | trials | broken promises | inconclusive | kills | faults hit | duplicates "
-        "| losses | changes checked | snapshot rows | silver rows | restarts | seconds per trial |",
+        "| kind | trials | broken promises | inconclusive | kills (in its work) | faults hit "
+        "| duplicates | losses | changes checked | snapshot rows | silver rows | restarts "
+        "| seconds per trial |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     groups = [(k, by_kind[k]) for k in kinds.TRIAL_KINDS if by_kind.get(k)]
@@ -853,9 +854,10 @@ def table(results: list[TrialResult]) -> str:
         seconds = sum(r.seconds for r in rs) / max(len(rs), 1)
         silver = sum(r.checked["silver rows"] + r.checked["silver versions"] for r in rs)
         hit = sum(sum(r.fired.values()) - r.fired["sigkill"] for r in rs)
+        work = sum(kinds.in_work(r.kind, phases) for r in rs for phases in r.killed_in)
         lines.append(
             f"| {name} | {len(rs)} | {sum(not r.ok and not r.inconclusive for r in rs)} "
-            f"| {sum(r.inconclusive for r in rs)} | {sum(r.kills for r in rs)} | {hit} "
+            f"| {sum(r.inconclusive for r in rs)} | {sum(r.kills for r in rs)} ({work}) | {hit} "
             f"| {sum(r.duplicates for r in rs)} | {sum(r.losses for r in rs)} "
             f"| {sum(r.changes for r in rs)} | {sum(r.checked['snapshot rows'] for r in rs)} "
             f"| {silver} | {sum(r.query_failures for r in rs)} | {seconds:.0f} |"

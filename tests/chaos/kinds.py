@@ -52,6 +52,27 @@ FOCUS: dict[str, tuple[str, float]] = {
 
 APP_ID = "orders-chaos"
 
+#: per kind, what a driver thread is doing (``<thread>=<phase>``) when a kill lands inside the
+#: kind's own work: the bootstrap and the re-snapshot run inside ``to_delta`` before its query
+WORK: dict[str, tuple[str, ...]] = {
+    "stream": ("stream=query",),
+    "bootstrap_full": ("stream=to_delta",),
+    "bootstrap_chunked": ("stream=to_delta", "backfill=wave"),
+    "snapshot": ("main=snapshot",),
+    "seed": ("main=seed",),
+    "resnapshot_full": ("stream=to_delta",),
+    "resnapshot_chunked": ("stream=to_delta", "backfill=wave"),
+    "switch": ("stream=query",),
+    "silver_type1": ("silver=apply",),
+    "silver_type2": ("silver=apply",),
+}
+
+
+def in_work(kind: str, phases: str) -> bool:
+    """Whether a kill that found the driver's threads at ``phases`` landed in the kind's
+    work."""
+    return any(work in phases for work in WORK[kind])
+
 
 def kind_of(seed: int, kinds: Sequence[str]) -> str:
     """The kind of trial ``seed`` among ``kinds``: round robin over the seeds, so contiguous
@@ -483,7 +504,7 @@ def _check_silver(
         current = {v.key: v.image for v in silver_versions if v.end is None}
         checks.check_table(found, current, data.table, label="silver current versions")
     silver_name = str(workdir / "silver")
-    last = max((c.lsn for c in data.history), default=None)
+    last = max((c.lsn for c in history_after), default=since or None)
     _, applied = _control_state(final, silver_name)
     if applied != last:
         found.add(f"silver's applied_lsn {applied} is not bronze's last change {last}")

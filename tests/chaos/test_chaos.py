@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from chaos_harness import plan, replay_command, run_trial
-from kinds import TRIAL_KINDS, kind_of, plan_kind
+from kinds import TRIAL_KINDS, WORK, in_work, kind_of, plan_kind
 
 SEED = 1
 #: the CI trial's shape: a short workload, a small large transaction
@@ -52,3 +52,11 @@ def test_a_trial_under_faults_delivers_every_change_once(tmp_path):
     assert result.changes > 0
     assert (result.duplicates, result.losses) == (0, 0)
     assert result.faults["sigkill"] == 1
+
+
+def test_a_kill_counts_in_the_kinds_work_by_what_the_driver_was_doing():
+    assert in_work("silver_type2", "main=stream,silver=apply,stream=query")
+    assert not in_work("silver_type2", "main=stream,silver=idle,stream=query")
+    assert in_work("bootstrap_chunked", "backfill=wave,main=stream,stream=query")
+    assert not in_work("seed", "starting")
+    assert set(WORK) == set(TRIAL_KINDS)
