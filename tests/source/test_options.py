@@ -67,6 +67,9 @@ def test_every_documented_option_is_known():
         ("lockTimeoutMs", str(2**40), "an integer from 0 to 2147483647"),
         ("snapshotChunks", "[" * 100_000, "a JSON list"),
         ("startingLsn", "newest", "earliest, latest, or an LSN"),
+        # the largest LSN has no next one: refused here, not with OverflowError at planning
+        ("startingLsn", "0xFFFFFFFFFFFFFFFFFFFF", "an LSN below 0xFFFFFFFFFFFFFFFFFFFF"),
+        ("startingLsn", "ffffffffffffffffffff", "an LSN below 0xFFFFFFFFFFFFFFFFFFFF"),
         ("sourceTimeZone", "Mars Standard Time", "auto, or a Windows time zone name"),
         ("schemaChangePolicy", "ignore", "classify or fail"),
         ("isolationLevel", "readUncommitted", "readCommitted or snapshot"),
@@ -119,3 +122,9 @@ def test_snapshot_options_parse_json():
     )
     assert o.snapshot_keys == ("id",)
     assert o.snapshot_chunks == ((0, None, 10), (1, 10, None))
+
+
+def test_the_largest_lsn_but_one_is_a_starting_lsn():
+    o = parse_options({**BASE, "startingLsn": "0xFFFFFFFFFFFFFFFFFFFE"})
+    assert o.starting_lsn == Lsn.parse("0xFFFFFFFFFFFFFFFFFFFE")
+    assert str(o.starting_lsn.next()) == "0xFFFFFFFFFFFFFFFFFFFF"
