@@ -40,7 +40,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from mssql_cdc.options import ReaderOptions, parse_options
+from mssql_cdc.options import ReaderOptions, parse_options, warn_unknown
 from mssql_cdc.source.catalog import infer_schema
 from mssql_cdc.source.client import CdcClient
 from mssql_cdc.source.compat import arrow_schema
@@ -158,9 +158,14 @@ class MssqlCdcDataSource(_BaseDataSource):
             return _infer(options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark API)
-        """The stream reader. Runs on the driver, once per query start."""
-        reader = AdmissionStreamReader if HAS_ADMISSION_CONTROL else LegacyStreamReader
-        return reader(self._options(), schema, self._partitions())
+        """The stream reader. Runs on the driver, once per query start; unknown options are
+        warned about here on every start, and the warning reaches the run's first micro-batch
+        facts row (``detail.warnings``)."""
+        kind = AdmissionStreamReader if HAS_ADMISSION_CONTROL else LegacyStreamReader
+        reader = kind(self._options(), schema, self._partitions())
+        with reader.run_warnings.collecting():
+            warn_unknown(reader.options)
+        return reader
 
 
 class MssqlCdcSnapshotDataSource(_BaseDataSource):
