@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypedDict, TypeVar, cast, overload
 
 from mssql_cdc._native import Lsn
+from mssql_cdc.connection_string import password_is_entra_secret
 from mssql_cdc.option_kinds import (
     BOOL,
     CAPTURE_INSTANCE,
@@ -376,6 +377,16 @@ class ReaderOptions:
     )
     #: option names given that no source reads (as given); not an option
     unknown: tuple[str, ...] = ()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What a pickle holds (a reader copied into Spark's tasks): everything but an Entra ID
+        secret (``Authentication=ActiveDirectoryServicePrincipal`` / ``...Password``), which
+        stays on the driver; the tasks log in with the token their partition carries
+        (mssql_cdc.source.entra, ADR 0189). A SQL login's password is kept: the tasks need it."""
+        state = dict(self.__dict__)
+        if state.get("password") is not None and password_is_entra_secret(self.connection_string):
+            state["password"] = None
+        return state
 
 
 def _declared() -> tuple[Option[Any], ...]:

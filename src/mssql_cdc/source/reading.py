@@ -24,6 +24,7 @@ from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.arrow import cast_to, constant, lsn_text
 from mssql_cdc.source.client import CdcClient, is_permission_denied, permission_error
 from mssql_cdc.source.clock import ServerClock
+from mssql_cdc.source.entra import with_task_token
 from mssql_cdc.source.headroom import WATERMARK, headroom_hours, watermark_headroom_hours
 from mssql_cdc.source.offsets import format_utc, parse_utc
 from mssql_cdc.source.partitions import ChangeRange
@@ -113,7 +114,7 @@ def read_changes(spec: ReadSpec, part: ChangeRange) -> Iterator[pa.RecordBatch]:
     PermissionError
         The login cannot read the change table; the message holds the GRANT.
     """
-    options = spec.options
+    options = with_task_token(spec.options, part.access_token)
     client = CdcClient(options)
     low, high = Lsn.parse(part.from_lsn), Lsn.parse(part.to_lsn)
     ci = part.capture_instance
