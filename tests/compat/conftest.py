@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pipeline"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _pipeline import Source
 
