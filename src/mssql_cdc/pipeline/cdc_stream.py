@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from mssql_cdc._metrics import metrics_dir
 from mssql_cdc.connection_string import move_password
-from mssql_cdc.options import ReaderOptions, SourceOptions, parse_options
+from mssql_cdc.options import ReaderOptions, SourceOptions, parse_options, warn_unknown
 from mssql_cdc.pipeline.arguments import (
     check_recovery,
     check_trigger,
@@ -588,11 +588,13 @@ def stream(spark: SparkSession, options: SourceOptions | Mapping[str, object]) -
     Raises:
         TypeError: ``options`` is not a mapping of names to values.
         ValueError: a required option is missing or a value is not allowed (the message names
-            the option; secrets are shown as ``<hidden>``). Unknown options are a WARNING,
-            once per process (logger ``mssql_cdc.options``).
+            the option; secrets are shown as ``<hidden>``). Unknown options are a WARNING on
+            every call (logger ``mssql_cdc.options``), and again in the stream's first
+            micro-batch facts row (``detail.warnings``).
     """
     copied = move_password(copy_options(options))
     parsed = parse_options(copied)
+    warn_unknown(parsed)  # every call: a typo in a second notebook cell is not silent
     register(spark)
     return CdcStream(spark, copied, parsed)
 

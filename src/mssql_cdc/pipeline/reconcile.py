@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal
 from functools import reduce
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mssql_cdc.options import parse_options
 from mssql_cdc.pipeline.buckets import (
@@ -54,6 +54,7 @@ from mssql_cdc.sink import (
     table_ref,
 )
 from mssql_cdc.source import open_tallies, register
+from mssql_cdc.types import ResultMapping
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -72,8 +73,9 @@ _ZERO_LSN = "0x" + "0" * 20
 
 
 @dataclass(frozen=True)
-class ReconcileResult:
-    """What one ``reconcile()`` run found (the report table holds the same rows).
+class ReconcileResult(ResultMapping):
+    """What one ``reconcile()`` run found (the report table holds the same rows); also a
+    read-only mapping of these names (``result["mismatch"]``, ``dict(result)``).
 
     Attributes:
         run_id: UUID of the run (``run_id`` of its report rows).
@@ -91,6 +93,21 @@ class ReconcileResult:
         chunk_snapshot: the LSN of the chunked snapshot whose chunks were checked
             (``None``: no ``facts_table``, or bronze has no chunked snapshot).
     """
+
+    _KEYS: ClassVar[tuple[str, ...]] = (
+        "run_id",
+        "silver_version",
+        "silver_lsn",
+        "source_lsn",
+        "buckets",
+        "match",
+        "in_flight",
+        "mismatch",
+        "hashed",
+        "failures",
+        "report",
+        "chunk_snapshot",
+    )
 
     run_id: str
     silver_version: int

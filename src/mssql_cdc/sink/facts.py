@@ -122,11 +122,17 @@ class FoldedMetrics:
     end_lsn: str | None = None
     end_commit_ts: datetime | None = None
     warnings: list[str] = field(default_factory=list)
+    #: ``"cleanup_watermark"`` when the headroom was measured from the cleanup watermark
+    headroom_from: str | None = None
 
     @property
     def detail(self) -> str | None:
-        """``{"warnings": [...]}`` when there are warnings, else ``None``."""
-        return json.dumps({"warnings": self.warnings}) if self.warnings else None
+        """``{"warnings": [...]}`` when there are warnings, plus ``"headroom_from"`` when the
+        headroom was measured from the cleanup watermark; else ``None``."""
+        payload: dict[str, object] = {"warnings": self.warnings} if self.warnings else {}
+        if self.headroom_from is not None:
+            payload["headroom_from"] = self.headroom_from
+        return json.dumps(payload) if payload else None
 
 
 def _hours(later: datetime | None, earlier: datetime | None) -> float | None:
@@ -170,6 +176,7 @@ def fold_metrics(parts: Sequence[PartitionMetrics]) -> FoldedMetrics:
         folded.retention_watermark_ts = parse_utc(last.retention_watermark_ts)
         folded.source_max_commit_ts = parse_utc(last.source_max_commit_ts)
         folded.retention_headroom_hours = last.retention_headroom_hours
+        folded.headroom_from = last.headroom_from
         lag_hours = _hours(folded.source_max_commit_ts, folded.end_commit_ts)
         folded.ingestion_lag_seconds = None if lag_hours is None else lag_hours * 3600.0
     return folded
@@ -196,7 +203,7 @@ def batch_row(
     """The micro-batch's facts row (``event`` NULL), in facts column order."""
     values: dict[str, Any] = asdict(counts)
     values.update(
-        {k: v for k, v in asdict(metrics).items() if k != "warnings"},
+        {k: v for k, v in asdict(metrics).items() if k not in ("warnings", "headroom_from")},
         app_id=app_id,
         batch_id=batch_id,
         started_at=started_at,
