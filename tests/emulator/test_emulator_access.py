@@ -231,8 +231,9 @@ def test_a_login_password_never_reaches_a_log(emulator, caplog):
     password, so the emulator drops that record."""
     # Each logger's own level is set: an in-process CLI test leaves "mssql_cdc" at its
     # --log-level, which the root's level alone would not override.
-    with caplog.at_level(logging.DEBUG, logger="mssql_cdc"), caplog.at_level(
-        logging.DEBUG, logger="sqlglot"
+    with (
+        caplog.at_level(logging.DEBUG, logger="mssql_cdc"),
+        caplog.at_level(logging.DEBUG, logger="sqlglot"),
     ):
         conn = connect(emulator)
         conn.cursor().execute("CREATE LOGIN audited WITH PASSWORD = 'Never-Logged-42'")
