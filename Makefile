@@ -6,12 +6,18 @@
 #   make lint         ruff, ruff format --check, mypy --strict, the import graph (no cycle,
 #                     layers; scripts/check_imports.py), clang-format, mkdocs --strict
 #   make fuzz         run every libFuzzer target for FUZZ_SECONDS each
-#   make chaos        TRIALS randomized fault trials from SEED (tests/chaos; docs/reliability.md):
-#                     the table of faults, duplicates and losses; exit 1 on any broken promise
+#   make chaos        TRIALS randomized fault trials from SEED of KINDS (tests/chaos; docs/
+#                     reliability.md): per kind the kills, faults, duplicates and losses; exit 1
+#                     on any broken promise
 #   make wheel        sdist + one binary wheel per architecture (abi3, manylinux) into dist/
 #   make wheel-check  wheel, then install it without a compiler (and the sdist) and query the emulator
 #   make test-spark40 / test-spark41   a representative subset of the Spark tests on PySpark
 #                     4.0 / 4.1, each in its own venv (scripts/setup-spark.sh; docs/compatibility.md)
+#   make install-newest / install-lowest   the wheel installed as a user installs it, into an
+#                     empty venv: the newest releases the ranges allow / every range at its floor;
+#                     then `mssql-cdc demo` from an empty directory and a test subset
+#   make test-cluster the main job's Spark tests on local-cluster[2,1,1024]: executors in JVMs of
+#                     their own, with their own Python workers and working directories
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 VENV ?= .venv
@@ -26,7 +32,7 @@ CLANG_FORMAT ?= clang-format
 C_FILES = $(shell git ls-files 'native/*.c' 'native/*.h' 2>/dev/null || find native -name '*.[ch]')
 
 .PHONY: setup demo test lint native-test native-asan native-valgrind fuzz pytest wheel wheel-check \
-  chaos clean test-spark40 test-spark41 test-spark-minors
+  chaos clean test-spark40 test-spark41 test-spark-minors install-newest install-lowest test-cluster
 
 setup:
 	bash scripts/setup.sh
@@ -77,13 +83,16 @@ fuzz:
 pytest: setup
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
-# Randomized fault trials (tests/chaos/run.py); trial i has seed SEED + i, and a failing one
-# prints `make chaos TRIALS=1 SEED=<its seed>`. CHAOS_ARGS: e.g. "--seconds 12 --dir build/chaos".
+# Randomized fault trials (tests/chaos/run.py); trial i has seed SEED + i and, of KINDS (all, or
+# a comma-separated list: stream, bootstrap_full, ..., silver_type2), the kind (SEED + i) mod the
+# number of kinds; a failing one prints `make chaos TRIALS=1 SEED=<its seed> KINDS=<its kind>`.
+# CHAOS_ARGS: e.g. "--seconds 12 --dir build/chaos --minutes 60".
 TRIALS ?= 10
 SEED ?= 1
+KINDS ?= all
 CHAOS_ARGS ?=
 chaos: setup
-	$(PY) tests/chaos/run.py --trials $(TRIALS) --seed $(SEED) $(CHAOS_ARGS)
+	$(PY) tests/chaos/run.py --trials $(TRIALS) --seed $(SEED) --kinds $(KINDS) $(CHAOS_ARGS)
 
 # The sdist and a cp310-abi3 manylinux_2_17 wheel per architecture (zig's clang, the node's
 # OpenSSL 3; ADR 0050), checked with auditwheel and abi3audit. WHEEL_ARCHES="x86_64" for one.
@@ -116,6 +125,39 @@ test-spark40 test-spark41: test-spark4%:
 	.venv-spark4.$*/bin/python -m pytest -p no:cacheprovider $(XDIST) $(SPARK_MINOR_TESTS) $(PYTEST_ARGS)
 
 test-spark-minors: test-spark40 test-spark41
+
+# ---- Installing like a user (docs/development.md; ADR 0190) -----------------------------------
+# The wheel in dist/ (built for this architecture when there is none) with INSTALL_EXTRAS into an
+# empty venv, no checkout involved: newest, without constraints (the newest releases the ranges
+# of pyproject.toml allow, newest CPython found); lowest, every range at its floor (Python 3.10).
+# Then `mssql-cdc demo --seconds 10` from an empty directory and INSTALL_TESTS against it.
+install-newest install-lowest: install-%: setup
+	bash scripts/check-install.sh $*
+
+# ---- Executors that are not the driver (docs/development.md; ADR 0192) ----------------------
+# The main job's Spark tests on Spark's local-cluster master: two executors, each a JVM of its
+# own with one core and 1024 MB, its own Python workers and its own working directory (under
+# PySpark's work/, emptied first; the executors' logs stay there), as on a cluster. CLUSTER_VENV
+# picks the environment: .venv (the editable build, Delta jars on disk), or a user's install
+# (CI: build/install-newest/venv, the wheel, Delta resolved by Spark with a new user's Ivy home
+# in build/cluster-home). One pytest process: the driver and two executors already take more
+# than this 2-core machine's cores.
+CLUSTER_MASTER ?= local-cluster[2,1,1024]
+CLUSTER_VENV ?= $(VENV)
+CLUSTER_TESTS ?= \
+  tests/pipeline/test_to_delta.py::test_smallest_stream_writes_the_history_once_with_a_facts_row_per_batch \
+  tests/source/test_stream_spark.py::test_available_now_reads_the_exact_history_in_batches_and_resumes \
+  tests/pipeline/test_bootstrap.py \
+  tests/pipeline/test_backfill.py::test_chunked_snapshot_reads_every_key_once_while_the_table_changes[int] \
+  tests/pipeline/test_recovery.py::test_resnapshot_after_purge_opens_generation_one \
+  tests/silver/test_apply.py
+
+test-cluster: setup
+	rm -rf "$$($(CLUSTER_VENV)/bin/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')/work"
+	mkdir -p build/cluster-home
+	SPARK_LOCAL_IP=127.0.0.1 MSSQL_CDC_TEST_MASTER='$(CLUSTER_MASTER)' \
+	  JDK_JAVA_OPTIONS="-Duser.home=$(CURDIR)/build/cluster-home" \
+	  $(CLUSTER_VENV)/bin/python -m pytest -p no:cacheprovider $(CLUSTER_TESTS) $(PYTEST_ARGS)
 
 clean:
 	rm -rf build

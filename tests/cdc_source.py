@@ -7,11 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 
 from mssql_cdc import _native
+
+if TYPE_CHECKING:
+    from typing import Self  # Python 3.11; the tests also run on 3.10 (make install-lowest)
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Shared pytest fixtures.
 
-* ``spark``: one local Spark session (``local[2]``, Delta, UTC) for the whole run. Tests that
-  use it get the ``spark`` marker automatically, so ``pytest -m "not spark"`` runs without a JVM.
+* ``spark``: one local Spark session (``local[2]``, or the master ``MSSQL_CDC_TEST_MASTER`` names;
+  Delta, UTC) for the whole run. Tests that use it get the ``spark`` marker automatically, so
+  ``pytest -m "not spark"`` runs without a JVM.
 * ``connect_spark``: a Spark Connect session to a local plain Spark Connect server (Delta's SQL
   extension, no Delta Connect plugin) started in its own process for the whole run
   (tests/connect_server.py).
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from local_spark import spark_config
+from local_spark import master, spark_config
 from mssql_cdc import _native
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     from mssql_cdc.spark import get_spark
 
     warehouse: Path = tmp_path_factory.mktemp("spark-warehouse")
-    session = get_spark("mssql-cdc-tests", "local[2]", config=spark_config(str(warehouse)))
+    session = get_spark("mssql-cdc-tests", master(), config=spark_config(str(warehouse)))
     yield session
     session.stop()
 

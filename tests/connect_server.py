@@ -81,12 +81,12 @@ def launch_on_a_free_port(
 
 
 def main(port: str, warehouse: str) -> None:
-    from local_spark import spark_config
+    from local_spark import master, spark_config
     from mssql_cdc.spark import get_spark
 
     spark = get_spark(
         "mssql-cdc-connect-server",
-        "local[2]",
+        master(),
         config=spark_config(
             warehouse,
             {

@@ -1,9 +1,24 @@
 """The configuration of every local Spark session the tests start, in one place: the suite's
 own session (conftest.py), the Spark Connect server (connect_server.py) and the crash, chaos
 and backfill jobs that run in their own processes (pipeline/_crash_job.py,
-pipeline/_backfill_job.py)."""
+pipeline/_backfill_job.py).
+
+``MSSQL_CDC_TEST_MASTER`` chooses their Spark master (default ``local[2]``): ``make test-cluster``
+runs a subset on ``local-cluster[2,1,1024]``, where two executors run in JVMs of their own, each
+with its own Python workers and working directory, as on a cluster (docs/development.md)."""
 
 from __future__ import annotations
+
+import os
+
+#: the environment variable that names the tests' Spark master
+MASTER_ENV = "MSSQL_CDC_TEST_MASTER"
+
+
+def master() -> str:
+    """The Spark master of the tests' sessions: ``MSSQL_CDC_TEST_MASTER``, else ``local[2]``."""
+    return os.environ.get(MASTER_ENV) or "local[2]"
+
 
 #: The driver JVM compiles with C1 only. The tests run many short jobs on tiny tables, where the
 #: C2 compiler's threads take the cores from the work itself. Measured on the 2-core CI machine

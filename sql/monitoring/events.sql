@@ -3,8 +3,10 @@
 -- Parameter :facts as in health.sql. resnapshot and data_skipped mean data was re-read or
 -- lost (alert on any row of those two); schema_change and capture_instance_switched mean the
 -- source table changed; bootstrap is a stream's first snapshot. The last 7 days.
+-- stream is the app_id less a generation's .g<n> suffix (a stream is all its generations).
 SELECT
   written_at,
+  regexp_replace(app_id, '[.]g[0-9]+$', '') AS stream,
   app_id,
   event,
   rows,

@@ -12,16 +12,25 @@
 -- retention less the hours since the oldest change it may not have read (the newest change it
 -- read, or the row's write time when it was current), as mssql-cdc status --retention-hours
 -- computes it. The facts column retention_headroom_hours is the same figure as of the read,
--- measured by the stream when its login can read the retention (NULL otherwise).
+-- measured by the stream from the retention when its login can read it (from the cleanup
+-- watermark otherwise: detail says headroom_from cleanup_watermark).
+--
+-- A stream is all its generations (docs/generations.md): after a re-snapshot the stream writes as
+-- <app_id>.g<n>, so rows are grouped by the app_id less that suffix, and the newest row (by
+-- written_at: batch ids restart in each generation) speaks for the stream; sink_id says which
+-- generation wrote it.
 WITH latest AS (
-  SELECT app_id, max_by(struct(*), batch_id) AS f
+  SELECT
+    regexp_replace(app_id, '[.]g[0-9]+$', '') AS stream,
+    max_by(struct(*), written_at) AS f
   FROM IDENTIFIER(:facts)
   WHERE event IS NULL AND batch_id IS NOT NULL
-  GROUP BY app_id
+  GROUP BY regexp_replace(app_id, '[.]g[0-9]+$', '')
 ),
 figures AS (
   SELECT
-    app_id,
+    stream AS app_id,
+    f.app_id AS sink_id,
     f.target,
     f.batch_id AS last_batch,
     f.rows AS last_rows,

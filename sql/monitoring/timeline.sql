@@ -4,7 +4,10 @@
 --
 -- Parameter :facts as in health.sql. The last 24 hours. rows_per_second is the batch's rows
 -- over the seconds since the stream's previous row (over the batch's duration for the first).
+-- stream is the app_id less a generation's .g<n> suffix (a stream is all its generations),
+-- so a re-snapshot's generation continues its stream's lines.
 SELECT
+  regexp_replace(app_id, '[.]g[0-9]+$', '') AS stream,
   app_id,
   batch_id,
   written_at,
@@ -12,7 +15,9 @@ SELECT
   rows / coalesce(
     nullif(
       timestampdiff(
-        MICROSECOND, lag(written_at) OVER (PARTITION BY app_id ORDER BY batch_id), written_at
+        MICROSECOND, lag(written_at) OVER (
+          PARTITION BY regexp_replace(app_id, '[.]g[0-9]+$', '') ORDER BY written_at
+        ), written_at
       ) / 1e6,
       0
     ),
@@ -29,4 +34,4 @@ FROM IDENTIFIER(:facts)
 WHERE event IS NULL
   AND batch_id IS NOT NULL
   AND written_at >= convert_timezone('UTC', localtimestamp()) - INTERVAL 24 HOURS
-ORDER BY app_id, batch_id
+ORDER BY stream, written_at

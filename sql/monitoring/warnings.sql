@@ -3,8 +3,10 @@
 -- once per run, so a count above 1 means it came back after restarts.
 --
 -- Parameter :facts as in health.sql. The last 7 days.
+-- app_id is the stream's (a generation's .g<n> suffix dropped: a stream is all its
+-- generations).
 SELECT
-  app_id,
+  regexp_replace(app_id, '[.]g[0-9]+$', '') AS app_id,
   warning,
   count(*) AS recorded,
   min(written_at) AS first_at,
@@ -16,5 +18,5 @@ FROM (
     AND detail IS NOT NULL
     AND written_at >= convert_timezone('UTC', localtimestamp()) - INTERVAL 7 DAYS
 )
-GROUP BY app_id, warning
+GROUP BY regexp_replace(app_id, '[.]g[0-9]+$', ''), warning
 ORDER BY last_at DESC, app_id, warning

@@ -21,6 +21,15 @@ if TYPE_CHECKING:
         is_schema_changed,
     )
     from mssql_cdc.options import SourceOptions
+    from mssql_cdc.payloads import (
+        BatchDetail,
+        DataSkippedDetail,
+        SnapshotChunkDetail,
+        SnapshotCompletionDetail,
+        SnapshotOpenDetail,
+        SnapshotPlanDetail,
+        WaveMetadata,
+    )
     from mssql_cdc.pipeline import (
         CdcStream,
         await_all,
@@ -30,27 +39,56 @@ if TYPE_CHECKING:
         stream,
     )
     from mssql_cdc.silver import apply_changes
+    from mssql_cdc.source.datasource import HAS_ADMISSION_CONTROL, MssqlCdcDataSource
     from mssql_cdc.source.preflight import CheckItem, CheckReport, check
     from mssql_cdc.source.registration import register
-    from mssql_cdc.types import ApplyResult, BackfillStatus, Offset, OnDataLoss
+    from mssql_cdc.types import (
+        OPERATIONS,
+        ApplyResult,
+        BackfillState,
+        BackfillStatus,
+        Granularity,
+        Isolation,
+        Offset,
+        OnDataLoss,
+        SnapshotMode,
+        SparkSessionLike,
+        StreamingQueryLike,
+    )
     from mssql_cdc.validate.reconcile import ReconcileResult, reconcile
 
     __version__: str
 
 __all__ = [
+    "HAS_ADMISSION_CONTROL",
+    "OPERATIONS",
     "ApplyResult",
+    "BackfillState",
     "BackfillStatus",
+    "BatchDetail",
     "CdcStream",
     "CheckItem",
     "CheckReport",
     "DataLossError",
+    "DataSkippedDetail",
+    "Granularity",
+    "Isolation",
     "Lsn",
+    "MssqlCdcDataSource",
     "MssqlCdcError",
     "Offset",
     "OnDataLoss",
     "ReconcileResult",
     "SchemaChangedError",
+    "SnapshotChunkDetail",
+    "SnapshotCompletionDetail",
+    "SnapshotMode",
+    "SnapshotOpenDetail",
+    "SnapshotPlanDetail",
     "SourceOptions",
+    "SparkSessionLike",
+    "StreamingQueryLike",
+    "WaveMetadata",
     "__version__",
     "apply_changes",
     "await_all",
@@ -68,7 +106,23 @@ __all__ = [
 #: where each public name lives
 _HOMES = {
     "ApplyResult": "mssql_cdc.types",
+    "BackfillState": "mssql_cdc.types",
     "BackfillStatus": "mssql_cdc.types",
+    "Granularity": "mssql_cdc.types",
+    "Isolation": "mssql_cdc.types",
+    "OPERATIONS": "mssql_cdc.types",
+    "SnapshotMode": "mssql_cdc.types",
+    "SparkSessionLike": "mssql_cdc.types",
+    "StreamingQueryLike": "mssql_cdc.types",
+    "BatchDetail": "mssql_cdc.payloads",
+    "DataSkippedDetail": "mssql_cdc.payloads",
+    "SnapshotChunkDetail": "mssql_cdc.payloads",
+    "SnapshotCompletionDetail": "mssql_cdc.payloads",
+    "SnapshotOpenDetail": "mssql_cdc.payloads",
+    "SnapshotPlanDetail": "mssql_cdc.payloads",
+    "WaveMetadata": "mssql_cdc.payloads",
+    "HAS_ADMISSION_CONTROL": "mssql_cdc.source.datasource",
+    "MssqlCdcDataSource": "mssql_cdc.source.datasource",
     "apply_changes": "mssql_cdc.silver",
     "CdcStream": "mssql_cdc.pipeline",
     "await_all": "mssql_cdc.pipeline",
@@ -105,11 +159,35 @@ def _version() -> str:
         return "0+unknown"
 
 
+#: names of the reference API that exist there only for its ODBC backends, and what to use here
+_ODBC_ONLY = {
+    "Backend": "the data sources read through this package's own TDS client, so there is no "
+    "backend to plug in (the 'backend' option is not read)",
+    "CdcClient": "the data sources build their own client from the options; read changes with "
+    "spark.readStream.format('mssql_cdc') or mssql_cdc.stream(), current rows with "
+    "spark.read.format('mssql_cdc_snapshot'), and query SQL Server with "
+    "mssql_cdc._native.connect()",
+    "make_client": "the data sources build their own client from the options; use "
+    "mssql_cdc.check(options) to test a connection and the login's permissions",
+}
+
+
+class OdbcOnlyError(ImportError):
+    """A name of the reference API that exists there only for its ODBC backends: the message
+    says what to use instead. An ``ImportError`` (not ``AttributeError``), so that ``from
+    mssql_cdc import X`` shows the message rather than Python's generic one."""
+
+
 def __getattr__(name: str) -> object:
     if name == "__version__":
         value: object = _version()
     elif name in _HOMES:
         value = getattr(importlib.import_module(_HOMES[name]), name)
+    elif name in _ODBC_ONLY:
+        raise OdbcOnlyError(
+            f"mssql_cdc.{name} exists in the reference API only for its ODBC backends: "
+            f"{_ODBC_ONLY[name]} (docs/compatibility.md)"
+        )
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value  # resolved once

@@ -67,9 +67,12 @@ class PartitionMetrics:
     retention_watermark_ts: str | None = None
     source_max_commit_ts: str | None = None
     capture_lag_seconds: float | None = None
-    #: hours before cleanup deletes the first change after the batch end (None: retention
-    #: unknown; mssql_cdc.source.headroom)
+    #: hours before cleanup deletes the first change after the batch end (None: neither the
+    #: retention nor the watermark known; mssql_cdc.source.headroom)
     retention_headroom_hours: float | None = None
+    #: how the headroom was measured: None from the cleanup job's retention, "cleanup_watermark"
+    #: from the watermark when the login cannot read the retention
+    headroom_from: str | None = None
     warnings: list[str] = field(default_factory=list)
     written_at: float = field(default_factory=time.time)
 

@@ -16,7 +16,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["PASSWORD_KEYWORDS", "Attribute", "attributes", "has_password", "move_password"]
+__all__ = [
+    "ENTRA_SECRET_METHODS",
+    "PASSWORD_KEYWORDS",
+    "Attribute",
+    "attributes",
+    "has_password",
+    "move_password",
+    "password_is_entra_secret",
+]
 
 #: the keywords of the password in a connection string (lower case)
 PASSWORD_KEYWORDS = frozenset({"pwd", "password"})
@@ -24,6 +32,9 @@ PASSWORD_KEYWORDS = frozenset({"pwd", "password"})
 #: its value would still show)
 _SECRET_KEYWORDS = PASSWORD_KEYWORDS | {"accesstoken", "access token"}
 _SPACES = " \t\r\n"
+#: ``Authentication=`` values (lower case) whose ``PWD`` is an Entra ID secret (a client secret
+#: or a user's password), which never travels to executors (mssql_cdc.source.entra, ADR 0189)
+ENTRA_SECRET_METHODS = frozenset({"activedirectoryserviceprincipal", "activedirectorypassword"})
 
 
 @dataclass(frozen=True)
@@ -135,3 +146,19 @@ def move_password(options: Mapping[str, str]) -> dict[str, str]:
     out["connectionString"] = ";".join(a.text for a in pairs if a not in secrets)
     out.setdefault("password", secrets[-1].value)
     return out
+
+
+def password_is_entra_secret(text: str | None) -> bool:
+    """True when the connection string logs in with an Entra ID method whose ``PWD`` (the
+    ``password`` option) is a client secret or a user's password: only the driver may hold it.
+    A string that does not parse is not one (it is refused where it is parsed)."""
+    if not text:
+        return False
+    try:
+        pairs = attributes(text)
+    except ValueError:
+        return False
+    return any(
+        a.key.lower() == "authentication" and a.value.strip().lower() in ENTRA_SECRET_METHODS
+        for a in pairs
+    )

@@ -11,6 +11,9 @@ The tree, by layer::
     │                                    type, a code page); retrying fails the same way
     ├── ResultShapeError                 a result set lacks a column the product reads by name
     │                                    (names the statement, the column, the server version)
+    ├── DeltaJarsError(RuntimeError)     local Spark cannot get a Delta jar for the installed
+    │                                    pyspark and delta-spark (none is published for the
+    │                                    pair, or Spark could not resolve it)
     └── SqlServerError                   SQL Server answered with an error, or could not be
         │                                reached (number, state, severity, message, server,
         │                                procedure, line; None where not from the server)
@@ -46,6 +49,7 @@ __all__ = [
     "STATUS_CLASSES",
     "ConnectionLostError",
     "DataLossError",
+    "DeltaJarsError",
     "FoundError",
     "LoginError",
     "MssqlCdcError",
@@ -80,6 +84,16 @@ class DataLossError(MssqlCdcError, RuntimeError):
 
 class SchemaChangedError(MssqlCdcError, RuntimeError):
     """The source table's schema changed in a way the running query cannot absorb."""
+
+
+class DeltaJarsError(MssqlCdcError, RuntimeError):
+    """Local Spark cannot get the Delta Lake jar for the installed pyspark and delta-spark.
+
+    Raised by :func:`mssql_cdc.spark.get_spark` when no Delta jar is published for the pair
+    (the message names the delta-spark releases that have one), or when Spark could not resolve
+    the jar's Maven coordinate at start-up (the message names the coordinate, the two jar files
+    and the ``MSSQL_CDC_JARS`` directory that makes Spark use them instead).
+    """
 
 
 class ProtocolError(MssqlCdcError):

@@ -10,7 +10,8 @@ granularity, and it only moves forward.
   run, with :func:`end_offset_from_progress` of ``query.lastProgress``);
 * :func:`track` advances after every batch of a running query (continuous mode) from a
   ``StreamingQueryListener`` that hands progress to one worker thread;
-* :func:`finalized_until`, :func:`is_final` read the verdict; :func:`candidate` computes one.
+* :func:`finalized_until`, :func:`is_final` read the verdict; :func:`candidate` computes one;
+  :func:`freshness` is the verdict's age, for alerts.
 
 Everything runs on the driver. Times are naive ``datetime`` in UTC (TIMESTAMP_NTZ). Logs go to
 ``mssql_cdc.finalization``.
@@ -54,6 +55,7 @@ __all__ = [
     "candidate",
     "end_offset_from_progress",
     "finalized_until",
+    "freshness",
     "is_final",
     "retry_conflicts",
     "track",
@@ -216,6 +218,32 @@ def is_final(
         period_end = period_end.astimezone(timezone.utc).replace(tzinfo=None)
     verdict = finalized_until(spark, control_table, table_name)
     return verdict is not None and period_end <= verdict
+
+
+def freshness(
+    spark: SparkSession,
+    control_table: str,
+    table_name: str,
+    *,
+    now: datetime | None = None,
+) -> float | None:
+    """How far the verdict of ``table_name`` trails the clock: seconds from
+    ``finalized_until`` to ``now`` (default: the current UTC time; an aware ``now`` is
+    converted to UTC, a naive one is UTC), or ``None`` before the first verdict.
+
+    It grows with the granularity (an ``"hour"`` verdict is at least the time since the hour
+    began), the trigger or schedule, and any stall of the stream or of capture; alert on it
+    above granularity + schedule + a margin (docs/monitoring.md, "Verdict freshness"). Reads
+    the control table on the driver; never connects to SQL Server.
+    """
+    verdict = finalized_until(spark, control_table, table_name)
+    if verdict is None:
+        return None
+    if now is None:
+        now = utc_now()
+    elif now.tzinfo is not None:
+        now = now.astimezone(timezone.utc).replace(tzinfo=None)
+    return (now - verdict).total_seconds()
 
 
 def advance(

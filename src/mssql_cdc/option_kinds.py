@@ -195,19 +195,28 @@ _LSN_BAD = ("", "0xZZ", "1" * 21, "-1", "0x 1")
 LSN: Kind[Lsn] = Kind("an LSN such as 0x0000002A000001F40003", _lsn, bad=_LSN_BAD)
 
 
+#: the largest LSN: it has no next LSN, so it cannot be a position already processed
+_LARGEST_LSN = "0x" + "F" * 20
+
+
 def _starting_lsn(value: str) -> StartingLsn:
     lowered = value.strip().lower()
     if lowered == "earliest":
         return "earliest"
     if lowered == "latest":
         return "latest"
-    return _lsn(value)
+    lsn = _lsn(value)
+    if str(lsn) == _LARGEST_LSN:  # the first batch would read from its next LSN: none exists
+        raise RefusedError(value)
+    return lsn
 
 
+#: where a new checkpoint starts; an explicit LSN is taken as already processed, so the first
+#: batch reads from its next LSN, which the largest LSN does not have
 STARTING_LSN: Kind[StartingLsn] = Kind(
-    "earliest, latest, or an LSN such as 0x0000002A000001F40003",
+    f"earliest, latest, or an LSN below {_LARGEST_LSN} such as 0x0000002A000001F40003",
     _starting_lsn,
-    bad=("newest", *_LSN_BAD),
+    bad=("newest", _LARGEST_LSN, "ffffffffffffffffffff", *_LSN_BAD),
 )
 
 

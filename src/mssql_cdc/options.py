@@ -8,12 +8,14 @@ docs' Options table (:func:`markdown_table`, ``scripts/options_table.py``) and t
 driven by it. ``SourceOptions`` (a ``TypedDict`` for type checkers) lists the same names; a
 test keeps the two equal.
 
-Rules: names match ignoring case (Spark lower-cases them); an unknown name is warned about once
-per process (logger ``mssql_cdc.options``); a bad value is a ``ValueError`` naming the option,
-the value and what is allowed; the secrets (``password``, ``accessToken`` and the connection
-string, which may hold ``PWD=``) never appear in a ``repr``, a log line or an error message. An
-option accepted for compatibility that has no effect yet is declared ``inert``: giving it logs
-a WARNING once per process, and the docs say so; no option silently does nothing.
+Rules: names match ignoring case (Spark lower-cases them); an unknown name is warned about by
+each ``stream()`` and by each query the stream data source starts (:func:`warn_unknown`,
+logger ``mssql_cdc.options``; the first micro-batch's facts ``detail.warnings`` keep it); a bad
+value is a ``ValueError`` naming the option, the value and what is allowed; the secrets
+(``password``, ``accessToken`` and the connection string, which may hold ``PWD=``) never appear
+in a ``repr``, a log line or an error message. An option accepted for compatibility that has no
+effect yet is declared ``inert``: giving it logs a WARNING once per process, and the docs say
+so; no option silently does nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, cast, overload
 
 from mssql_cdc._native import Lsn
+from mssql_cdc.connection_string import password_is_entra_secret
 from mssql_cdc.option_kinds import (
     BOOL,
     CAPTURE_INSTANCE,
@@ -60,6 +63,7 @@ __all__ = [
     "markdown_table",
     "parse_options",
     "snapshot_read_options",
+    "warn_unknown",
 ]
 
 log = logging.getLogger("mssql_cdc.options")
@@ -384,6 +388,16 @@ class ReaderOptions:
     #: option names given that no source reads (as given); not an option
     unknown: tuple[str, ...] = ()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a pickle holds (a reader copied into Spark's tasks): everything but an Entra ID
+        secret (``Authentication=ActiveDirectoryServicePrincipal`` / ``...Password``), which
+        stays on the driver; the tasks log in with the token their partition carries
+        (mssql_cdc.source.entra, ADR 0189). A SQL login's password is kept: the tasks need it."""
+        state = dict(self.__dict__)
+        if state.get("password") is not None and password_is_entra_secret(self.connection_string):
+            state["password"] = None
+        return state
+
 
 def _declared() -> tuple[Option[Any], ...]:
     out = []
@@ -445,12 +459,17 @@ def _first_time(keys: list[str]) -> list[str]:
     return fresh
 
 
-def _warn_unknown(names: list[str]) -> None:
-    fresh = _first_time(names)
-    if fresh:
+def warn_unknown(options: ReaderOptions) -> None:
+    """Logs one WARNING (logger ``mssql_cdc.options``) naming ``options.unknown``, if any, and
+    the known options; every call logs, so each ``stream()`` and each stream a data source
+    starts says it (a typo in a second notebook cell is not silent). Called by ``stream()`` in
+    the caller's process and by the stream data source when it starts a query, where the run's
+    :class:`~mssql_cdc.source.run_warnings.RunWarnings` carry it to the first micro-batch's
+    facts ``detail.warnings``."""
+    if options.unknown:
         log.warning(
             "mssql_cdc ignores unknown option(s) %s; known options: %s",
-            ", ".join(sorted(fresh)),
+            ", ".join(options.unknown),
             ", ".join(sorted(OPTION_NAMES.values())),
         )
 
@@ -467,8 +486,9 @@ def _warn_inert(spec: Option[Any]) -> None:
 def parse_options(raw: Mapping[str, str]) -> ReaderOptions:
     """Validate ``raw`` (any mapping of option names to strings) into :class:`ReaderOptions`.
 
-    Runs on the driver, once per data source instance (and in tests). Unknown names, and
-    options that have no effect yet, are warned about once per process.
+    Runs on the driver, once per data source instance (and in tests). Unknown names are kept
+    in ``unknown`` (:func:`warn_unknown` logs them); options that have no effect yet are warned
+    about once per process.
 
     Raises
     ------
@@ -484,8 +504,6 @@ def parse_options(raw: Mapping[str, str]) -> ReaderOptions:
             unknown.append(key)
         else:
             given[spec.name] = "" if value is None else str(value)
-    if unknown:
-        _warn_unknown(unknown)
     for spec in OPTIONS:
         if spec.required and not given.get(spec.name, "").strip():
             raise ValueError(f"Option {spec.name!r} is required")

@@ -4,9 +4,9 @@ On a platform (Databricks, EMR, ...) :func:`get_spark` returns the session that 
 running; elsewhere it builds a local one with Delta configured. In a checkout the jars are on
 disk: ``scripts/setup.sh`` fetches them with Maven into ``<sys.prefix>/share/mssql_cdc/jars``
 (ADR 0003), or ``MSSQL_CDC_JARS`` names a directory holding them. After a plain
-``pip install 'mssql-cdc[spark]'`` there is no such directory, so Spark resolves the
-``io.delta:delta-spark`` package matching the installed delta-spark and pyspark from Maven
-Central when the session starts (``spark.jars.packages``, ADR 0045).
+``pip install 'mssql-cdc[spark]'`` there is no such directory, so Spark resolves from Maven
+Central, when the session starts, the Delta jar published for the installed delta-spark and
+pyspark (``spark.jars.packages``, ADR 0045; :mod:`mssql_cdc.delta_jars` picks the jar, ADR 0191).
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from mssql_cdc.delta_jars import DeltaJar, delta_jar
+from mssql_cdc.errors import DeltaJarsError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -44,15 +47,16 @@ def delta_jars() -> list[Path]:
     if not any(j.name.startswith("delta-spark_") for j in jars):
         where = f"{JARS_ENV}={configured}" if configured else str(directory)
         raise FileNotFoundError(
-            f"no Delta jars in {where}: run scripts/setup.sh (it fetches them with Maven), "
-            f"or set {JARS_ENV} to a directory holding delta-spark_<spark>_2.13-<version>.jar "
-            "and its dependencies"
+            f"no Delta jars in {where}: put delta-spark_<spark>_2.13-<delta>.jar and "
+            f"delta-storage-<delta>.jar there (mssql_cdc.delta_jars.delta_jar() names the pair "
+            f"for the installed pyspark and delta-spark), or unset {JARS_ENV} to have Spark "
+            "fetch them from Maven Central; in a checkout, scripts/setup.sh fetches them"
         )
     return jars
 
 
 def delta_package(delta_version: str | None = None, spark_version: str | None = None) -> str:
-    """Return the Maven coordinate of the Delta jar for a Delta and a Spark version.
+    """Return the Maven coordinate of the published Delta jar for a Delta and a Spark version.
 
     Args:
         delta_version: the delta-spark release; default: the installed ``delta-spark``.
@@ -61,44 +65,50 @@ def delta_package(delta_version: str | None = None, spark_version: str | None = 
     Returns:
         ``io.delta:delta-spark_<spark major.minor>_2.13:<delta>`` for Delta 4.1 and later, which
         publish one artifact per Spark minor version; ``io.delta:delta-spark_2.13:<delta>``
-        before (Delta 4.0 is built for Spark 4.0 only).
+        for Delta 4.0 (built for Spark 4.0 only). A delta-spark patch release whose jar is not
+        on Maven Central gets the newest published jar of its Delta minor (delta-spark 4.4.1 on
+        Spark 4.2: ``io.delta:delta-spark_4.2_2.13:4.4.0``; :func:`mssql_cdc.delta_jars.delta_jar`).
 
     Raises:
+        DeltaJarsError: no jar of that Delta minor is published for that Spark minor.
         ModuleNotFoundError: a version is not given and its package is not installed; the
             message names the extra to install.
     """
-    from importlib.metadata import PackageNotFoundError, version
+    return delta_jar(delta_version, spark_version).coordinate
 
+
+def _delta_classpath() -> tuple[str, str, DeltaJar | None]:
+    """The Spark setting that puts Delta on the class path: ``("spark.jars", paths, None)``
+    when the jars are on disk, else ``("spark.jars.packages", coordinate, jar)``. A
+    ``MSSQL_CDC_JARS`` that holds no Delta jar is an error, not a fallback: the user named that
+    directory."""
     try:
-        delta = delta_version or version("delta-spark")
-        spark = spark_version or version("pyspark")
-    except PackageNotFoundError as exc:
-        raise ModuleNotFoundError(
-            f"{exc.name or exc} is not installed: pip install 'mssql-cdc[spark]' "
-            "(or a matching pyspark and delta-spark pair)"
-        ) from exc
-    delta_mm = tuple(int(x) for x in delta.split(".")[:2])
-    spark_mm = ".".join(spark.split(".")[:2])
-    artifact = "delta-spark_2.13" if delta_mm < (4, 1) else f"delta-spark_{spark_mm}_2.13"
-    return f"io.delta:{artifact}:{delta}"
-
-
-def _delta_classpath() -> tuple[str, str]:
-    """The Spark setting that puts Delta on the class path: ``("spark.jars", paths)`` when the
-    jars are on disk, else ``("spark.jars.packages", coordinate)``. A ``MSSQL_CDC_JARS`` that
-    holds no Delta jar is an error, not a fallback: the user named that directory."""
-    try:
-        return "spark.jars", ",".join(str(j) for j in delta_jars())
+        return "spark.jars", ",".join(str(j) for j in delta_jars()), None
     except FileNotFoundError:
         if os.environ.get(JARS_ENV):
             raise
-    package = delta_package()
+    jar = delta_jar()
     _log.info(
         "no Delta jars in %s: Spark resolves %s from Maven Central (spark.jars.packages)",
         Path(sys.prefix) / "share/mssql_cdc/jars",
-        package,
+        jar.coordinate,
     )
-    return "spark.jars.packages", package
+    return "spark.jars.packages", jar.coordinate, jar
+
+
+def _unresolved(jar: DeltaJar, exc: Exception) -> DeltaJarsError:
+    """The error for a local session that did not start while Spark resolved ``jar``."""
+    spark_jar, storage_jar = jar.files
+    return DeltaJarsError(
+        f"local Spark did not start: its JVM exited while resolving the Delta jar "
+        f"{jar.coordinate} (spark.jars.packages, for delta-spark {jar.delta_version} and "
+        f"pyspark {jar.spark_version}). Spark's messages above say why: 'UNRESOLVED "
+        f"DEPENDENCIES' when no repository serves it (Maven Central, or those of "
+        f"spark.jars.repositories); 'FAILED DOWNLOADS' often when ~/.m2/repository, which "
+        f"Spark also reads, holds a pom without its jar (delete that artifact's directory "
+        f"there). To use jars on disk instead, put {spark_jar} and {storage_jar} in a "
+        f"directory and set {JARS_ENV} to it ({exc})"
+    )
 
 
 #: ``spark.databricks.delta.snapshotPartitions`` of the local sessions :func:`get_spark` builds
@@ -198,6 +208,9 @@ def get_spark(
             the Delta jars.
         ModuleNotFoundError: ``delta`` is true, no jars are on disk and delta-spark is not
             installed.
+        DeltaJarsError: ``delta`` is true, no jars are on disk, and no Delta jar is published
+            for the installed pyspark and delta-spark, or Spark could not resolve it (the
+            message names the coordinate and the jars to put in ``MSSQL_CDC_JARS``).
     """
     from pyspark.sql import SparkSession
 
@@ -219,8 +232,9 @@ def get_spark(
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.showConsoleProgress", "false")
     )
+    resolved: DeltaJar | None = None  # the jar Spark resolves at start-up, if any
     if delta:
-        key, value = _delta_classpath()
+        key, value, resolved = _delta_classpath()
         builder = (
             builder.config(key, value)
             .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
@@ -235,7 +249,14 @@ def get_spark(
         )
     for key, value in (config or {}).items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:
+        # PySpark's error when the JVM exits before it starts, as spark-submit does when a
+        # package of spark.jars.packages does not resolve
+        if resolved is None or "JAVA_GATEWAY_EXITED" not in str(exc):
+            raise
+        raise _unresolved(resolved, exc) from exc
     _log.info(
         "started local Spark %s (%s, delta=%s)", session.version, master, "on" if delta else "off"
     )

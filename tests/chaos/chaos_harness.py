@@ -1,32 +1,35 @@
-"""The randomized fault harness (issue 17): trials of the main job under a workload and
-injected faults, each checked for exactly-once delivery.
+"""The randomized fault harness (issues 17 and 37): trials of the product's jobs under a
+workload and injected faults, each checked for exactly-once delivery. A trial has a seed and a
+kind (``kinds.TRIAL_KINDS``): the main stream, a full or chunked bootstrap (with ``backfill``
+waves next to the stream), ``snapshot()`` calls, ``seed()``, a full or chunked re-snapshot after
+a purge, the switch snapshot, or ``apply_changes`` of type 1 or 2 next to the stream.
 
-A trial is planned entirely from its seed (:func:`plan`): the trigger, the partitions,
-``maxCommitsPerBatch``, the workload's transactions and the faults with their moments. It then
-runs against a fresh in-process emulator (:mod:`mssql_cdc.emulator.control`):
+A trial is planned entirely from its seed: :func:`plan` (the trigger, the partitions,
+``maxCommitsPerBatch``, the workload's transactions and the faults with their moments, drawn as
+they always were, so a ``stream`` seed replays the plan it had before the kinds existed) and
+:func:`kinds.plan_kind` (the rows in the table beforehand, the kind's arguments and its focus
+kills). It then runs against a fresh in-process emulator (:mod:`mssql_cdc.emulator.control`):
 
-1. the driver (``tests/pipeline/_crash_job.py`` in its ``chaos`` mode, the crash tests' driver,
-   in its own process group) streams ``dbo_orders`` into bronze with facts and a finalization
-   verdict, restarting a failed query in the same process;
+1. the driver (``tests/chaos/driver.py``, in its own process group) runs the kind's job
+   through the public API, restarting a failed query or call in the same process;
 2. a workload thread commits transactions on ``dbo.orders`` and ``dbo.other`` (inserts,
-   updates, deletes, key-changing updates, multi-table, large and rolled-back transactions),
-   advancing the emulator's clock now and then so the minute verdict moves;
+   updates, deletes, key-changing updates, multi-table, large and rolled-back transactions;
+   for ``switch`` also the new column and the second capture instance), advancing the
+   emulator's clock now and then so the minute verdict moves; a re-snapshot trial first runs
+   generation 0 to the end, then commits, moves the clock two days on and purges;
 3. the faults fire at their moments: SIGKILL of the driver's process group (a new driver is
    started), a failed statement in the next connection (a failed task or planning call),
    connections dropped mid-result and between requests, refused logins, deadlock victims
    (1205), slow responses, the capture job stopped (and started a few seconds later), cleanup
-   inside the retention window;
+   inside the retention window; and the kind's focus kills, a SIGKILL at a random delay after
+   a marker of the kind's own work;
 4. the faults are cleared, everything is captured, the driver is told to stop, runs one last
-   availableNow run (restarted until it does) and reports what bronze, the facts and the
-   verdict hold.
+   availableNow run (restarted until it does), finishes its backfill and its last
+   ``apply_changes``, and reports what bronze, the facts, the control table and silver hold.
 
-:func:`check` then compares with the emulator's change history: every change in bronze exactly
-once with its values, one facts row per batch id whose ``rows`` equals bronze's rows of that
-batch, and each verdict seen (before each driver start, so after a kill, and at the end) never
-past what bronze held at that moment: every change committed before the verdict was in bronze.
-
-What the seed fixes is the plan; where a fault lands inside Spark's work depends on timing, so a
-replay repeats the plan exactly and the interleaving approximately.
+:func:`kinds.check` then compares with the emulator's change history and table (see
+``checks.py``). What the seed fixes is the plan; where a fault lands inside Spark's work depends
+on timing, so a replay repeats the plan exactly and the interleaving approximately.
 """
 
 from __future__ import annotations
@@ -46,7 +49,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import checks
+import kinds
 import pyarrow as pa
+from checks import Change, Findings
+from sqlglot import exp
 
 from mssql_cdc import _native
 from mssql_cdc.emulator import Emulator
@@ -55,10 +62,10 @@ from mssql_cdc.emulator.core.faults import Fault
 #: how long the faults armed for "the next connection" may wait for one after the workload
 FIRE_SECONDS = 60.0
 
-DRIVER = Path(__file__).resolve().parents[1] / "pipeline" / "_crash_job.py"
+DRIVER = Path(__file__).resolve().with_name("driver.py")
 
 #: the kinds of injected faults, in the table's order
-KINDS = (
+FAULTS = (
     "sigkill",
     "failed_task",
     "drop_mid_result",
@@ -68,6 +75,11 @@ KINDS = (
     "slow_responses",
     "capture_job_stopped",
     "cleanup",
+)
+
+V2 = (
+    "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'orders', "
+    "@role_name = NULL, @capture_instance = N'dbo_orders_v2'"
 )
 
 
@@ -102,13 +114,13 @@ def plan(seed: int, *, seconds: float = DEFAULT_SECONDS, large: int = DEFAULT_LA
     trigger: dict[str, Any] = (
         {"availableNow": True} if rng.random() < 0.5 else {"processingTime": "1 second"}
     )
-    kinds = ["single"] * 6 + ["key_change", "multi_table", "rollback", "delete"] * 2
-    transactions = [(rng.choice(kinds), rng.randint(1, 5)) for _ in range(rng.randint(15, 40))]
+    kinds_ = ["single"] * 6 + ["key_change", "multi_table", "rollback", "delete"] * 2
+    transactions = [(rng.choice(kinds_), rng.randint(1, 5)) for _ in range(rng.randint(15, 40))]
     if rng.random() < 0.6:  # one large transaction somewhere
         transactions.insert(rng.randrange(len(transactions)), ("large", rng.randint(500, large)))
     faults: list[tuple[float, str, dict[str, Any]]] = []
     for _ in range(rng.randint(2, 5)):
-        kind = rng.choice(KINDS)
+        kind = rng.choice(FAULTS)
         at = rng.uniform(0.5, seconds)
         params: dict[str, Any] = {}
         if kind == "drop_mid_result":
@@ -134,6 +146,29 @@ def plan(seed: int, *, seconds: float = DEFAULT_SECONDS, large: int = DEFAULT_LA
 # ---- the source database and its workload -----------------------------------------------------
 
 
+def untyped_min_max() -> bool:
+    """A workaround in this process's emulator until it types a derived table's columns: MIN
+    and MAX over an expression it cannot type are computed untyped (as before ADR 0195)
+    instead of failing with error 40517, so that ``maxCommitsPerBatch``'s query (``SELECT
+    MAX(x.start_lsn) FROM (SELECT TOP (n) ...) AS x``), which SQL Server answers, works
+    (``tests/source/test_max_commits_query.py``). A no-op for every expression the emulator
+    types. Returns whether it was installed now."""
+    from mssql_cdc.emulator.engine import builtins  # noqa: PLC0415 (the emulator's own)
+
+    if getattr(builtins.annotate, "chaos_untyped_min_max", False):
+        return False
+    typed = builtins.annotate
+
+    def annotate(node: exp.Expression, type_of: Callable[[exp.Expression], Any]) -> Any:
+        if isinstance(node, (exp.Min, exp.Max)) and type_of(node.this) is None:
+            return node
+        return typed(node, type_of)
+
+    annotate.chaos_untyped_min_max = True  # type: ignore[attr-defined]
+    builtins.annotate = annotate
+    return True
+
+
 def _sql(conn: Any, text: str) -> list[dict[str, Any]]:
     result = conn.execute(text)
     return pa.table(result).to_pylist() if result.has_rows else []
@@ -145,6 +180,10 @@ def _connect(emu: Emulator) -> Any:
         user="sa",
         password=emu.password,
     )
+
+
+def _lsn(value: bytes) -> str:
+    return "0x" + value.hex().upper()
 
 
 def create_source(emu: Emulator) -> None:
@@ -163,9 +202,12 @@ def create_source(emu: Emulator) -> None:
 
 class Workload:
     """Commits a plan's transactions on one connection opened before any fault is armed
-    (faults for "the next connection" never hit it)."""
+    (faults for "the next connection" never hit it). ``switch_at`` (a fraction of the plan's
+    transactions) adds a column and a second capture instance there."""
 
-    def __init__(self, emu: Emulator, plan_: Plan, seconds: float) -> None:
+    def __init__(
+        self, emu: Emulator, plan_: Plan, seconds: float, *, switch_at: float | None = None
+    ) -> None:
         self.emu = emu
         self.plan = plan_
         self.rng = random.Random(plan_.seed * 7919 + 1)
@@ -174,6 +216,12 @@ class Workload:
         self.next_id = 1
         self.conn = _connect(emu)
         self.error: BaseException | None = None
+        self.note = False  # the table has the column ``note`` (after the switch)
+        self.switched = threading.Event()
+        self.gate: Callable[[], bool] | None = None
+        self.transactions = list(plan_.transactions)
+        if switch_at is not None:
+            self.transactions.insert(int(len(self.transactions) * switch_at), ("switch", 0))
         self.thread = threading.Thread(target=self._run, name="chaos-workload", daemon=True)
 
     def _insert_rows(self, n: int) -> str:
@@ -182,24 +230,48 @@ class Workload:
             i = self.next_id
             self.next_id += 1
             self.keys.append(i)
-            rows.append(f"({i}, N'n{i}', {self.rng.randint(0, 99)})")
-        return "INSERT INTO dbo.orders VALUES " + ", ".join(rows)
+            note = f", N'w{self.rng.randint(0, 9)}'" if self.note else ""
+            rows.append(f"({i}, N'n{i}', {self.rng.randint(0, 99)}{note})")
+        columns = "(id, name, qty, note)" if self.note else "(id, name, qty)"
+        return f"INSERT INTO dbo.orders {columns} VALUES " + ", ".join(rows)
 
     def _pick(self, n: int) -> list[int]:
         return self.rng.sample(self.keys, min(n, len(self.keys)))
 
+    def prefill(self, n: int) -> None:
+        """``n`` rows committed before the job starts (their inserts captured too)."""
+        while n > 0:
+            size = min(n, 1000)
+            rows = []
+            for _ in range(size):
+                i = self.next_id
+                self.next_id += 1
+                self.keys.append(i)
+                rows.append(f"({i}, N'p{i}', {i % 100})")
+            self.conn.execute("INSERT INTO dbo.orders (id, name, qty) VALUES " + ", ".join(rows))
+            n -= size
+
     def _transaction(self, kind: str, size: int) -> None:
         run = self.conn.execute
-        if kind == "single" or not self.keys:
+        if kind == "switch":  # the DBA's procedure: a column, then an instance that has it
+            run("ALTER TABLE dbo.orders ADD note nvarchar(20) NULL")
+            run(V2)
+            self.note = True
+            self.switched.set()
+        elif kind == "single" or not self.keys:
             run(self._insert_rows(size))
             ids = self._pick(2)
             if ids:
-                run(f"UPDATE dbo.orders SET qty = qty + 1 WHERE id IN ({', '.join(map(str, ids))})")
+                note = f", note = N'u{self.rng.randint(0, 9)}'" if self.note else ""
+                run(
+                    f"UPDATE dbo.orders SET qty = qty + 1{note} "
+                    f"WHERE id IN ({', '.join(map(str, ids))})"
+                )
         elif kind == "delete":
             ids = self._pick(min(size, 2))
             run(f"DELETE FROM dbo.orders WHERE id IN ({', '.join(map(str, ids))})")
             self.keys = [k for k in self.keys if k not in ids]
-        elif kind == "key_change":  # logged by CDC as a delete and an insert
+        elif kind == "key_change":  # the old key's row before, the new key's after
             old = self._pick(1)[0]
             new = self.next_id
             self.next_id += 1
@@ -229,18 +301,58 @@ class Workload:
                 left -= 1000
             run("BEGIN TRAN; " + "; ".join(statements) + "; COMMIT TRAN")
 
+    def commit(self, kinds_: list[tuple[str, int]]) -> None:
+        """Commits ``kinds_`` now, in this thread (before the workload thread starts)."""
+        for kind, size in kinds_:
+            self._transaction(kind, size)
+
+    def purge(self) -> tuple[str, list[Change], dict[str, dt.datetime]]:
+        """A stream stopped too long: changes after what it read, two days later more, and
+        cleanup with one hour's retention purging the first ones. Returns the last LSN before
+        them, and the history and commit times before the cleanup."""
+        self.emu.scan()
+        before = max_lsn(self.emu)
+        ids = self._pick(3)
+        self.conn.execute(
+            f"UPDATE dbo.orders SET qty = qty + 100 WHERE id IN ({', '.join(map(str, ids))})"
+        )
+        self.commit([("single", 2), ("delete", 1)])
+        self.emu.scan()
+        self.emu.advance_clock(dt.timedelta(days=2))
+        self.commit([("single", 1), ("key_change", 1)])
+        self.emu.scan()
+        kept, times = history(self.emu)
+        if self.emu.cleanup(retention_minutes=60) == 0:
+            raise RuntimeError("the purge deleted no change rows")
+        return before, kept, times
+
     def _run(self) -> None:
-        pause = self.seconds / max(len(self.plan.transactions), 1)
+        pause = self.seconds / max(len(self.transactions), 1)
+        middle = len(self.transactions) // 2
         try:
-            for kind, size in self.plan.transactions:
+            for n, (kind, size) in enumerate(self.transactions):
+                if n == middle and self.gate is not None:
+                    self._wait(self.gate)
                 self._transaction(kind, size)
                 if self.rng.random() < 0.15:  # let the minute verdict move
                     self.emu.advance_clock(dt.timedelta(seconds=self.rng.randint(20, 90)))
                 time.sleep(self.rng.uniform(0, 2 * pause))  # pacing, not waiting for an event
         except BaseException as exc:
             self.error = exc
+            self.switched.set()  # nobody waits for a switch that will not come
 
-    def start(self) -> None:
+    @staticmethod
+    def _wait(gate: Callable[[], bool], timeout: float = 900) -> None:
+        deadline = time.monotonic() + timeout
+        while not gate() and time.monotonic() < deadline:
+            time.sleep(0.2)  # waiting on a file the driver writes
+
+    def start(self, gate: Callable[[], bool] | None = None) -> None:
+        """Starts committing; with ``gate``, the second half of the transactions waits until
+        ``gate()`` (a query started, so the snapshot the kind takes first is in; or the first
+        ``snapshot()`` call returned), so that changes commit both while the snapshot is read
+        and after it."""
+        self.gate = gate
         self.thread.start()
 
     def join(self) -> None:
@@ -250,27 +362,72 @@ class Workload:
             raise RuntimeError(f"the workload failed: {self.error}") from self.error
 
 
-def history(emu: Emulator) -> tuple[dict[tuple[Any, ...], tuple[Any, ...]], dict[str, dt.datetime]]:
-    """The change history of ``dbo_orders`` keyed by (start LSN, seqval, operation, command id)
-    with its (id, name, qty), and each LSN's commit time."""
+def max_lsn(emu: Emulator) -> str:
     conn = _connect(emu)
-    rows = _sql(
-        conn,
-        "SELECT __$start_lsn AS l, __$seqval AS s, __$operation AS o, __$command_id AS c, "
-        "id, name, qty FROM cdc.dbo_orders_CT "
-        "WHERE __$start_lsn >= sys.fn_cdc_get_min_lsn(N'dbo_orders')",
-    )
+    rows = _sql(conn, "SELECT CONVERT(varchar(22), sys.fn_cdc_get_max_lsn(), 1) AS m")
+    conn.close()
+    return str(rows[0]["m"])
+
+
+def history(emu: Emulator) -> tuple[list[Change], dict[str, dt.datetime]]:
+    """The change history of ``dbo.orders``, and each LSN's commit time. With a second
+    capture instance (``dbo_orders_v2``, which adds ``note``) the history is the first
+    instance's changes below the second's start and the second's from it, as the stream reads
+    them; every image then has ``note`` (NULL from the first instance)."""
+    conn = _connect(emu)
+    starts = {
+        r["ci"]: _lsn(r["s"])
+        for r in _sql(
+            conn,
+            "SELECT capture_instance AS ci, start_lsn AS s FROM cdc.change_tables "
+            "WHERE capture_instance LIKE N'dbo_orders%'",
+        )
+    }
+    v2 = starts.get("dbo_orders_v2")
+    changes = []
+    for instance in sorted(starts):
+        note = ", note" if instance == "dbo_orders_v2" else ""
+        rows = _sql(
+            conn,
+            "SELECT __$start_lsn AS l, __$seqval AS s, __$operation AS o, __$command_id AS c, "
+            f"id, name, qty{note} FROM cdc.{instance}_CT",
+        )
+        for r in rows:
+            lsn = _lsn(r["l"])
+            if v2 is not None and (lsn < v2) != (instance == "dbo_orders"):
+                continue  # the stream reads the older instance below the newer one's start
+            image = (r["id"], r["name"], r["qty"]) + ((r.get("note"),) if v2 else ())
+            changes.append(Change(lsn, _lsn(r["s"]), r["o"], r["c"], image, instance))
     times = _sql(conn, "SELECT start_lsn AS l, tran_end_time AS t FROM cdc.lsn_time_mapping")
     conn.close()
-    changes = {
-        ("0x" + r["l"].hex().upper(), "0x" + r["s"].hex().upper(), r["o"], r["c"]): (
-            r["id"],
-            r["name"],
-            r["qty"],
+    return changes, {_lsn(r["l"]): r["t"] for r in times}
+
+
+def source_table(emu: Emulator, *, note: bool) -> dict[Any, tuple[Any, ...]]:
+    conn = _connect(emu)
+    rows = _sql(conn, "SELECT id, name, qty" + (", note" if note else "") + " FROM dbo.orders")
+    conn.close()
+    return {r["id"]: tuple(r.values()) for r in rows}
+
+
+def seed_copy(emu: Emulator, workload: Workload, mode: str, between: int) -> dict[str, Any]:
+    """A copy of ``dbo.orders`` as a user would take one: the position recorded first (the
+    LSN, or the time of its commit), ``between`` transactions, then the rows read."""
+    emu.scan()
+    lsn = max_lsn(emu)
+    as_of: str = lsn
+    if mode == "time":
+        conn = _connect(emu)
+        rows = _sql(
+            conn,
+            "SELECT tran_end_time AS t FROM cdc.lsn_time_mapping "
+            f"WHERE start_lsn = CONVERT(binary(10), '{lsn}', 1)",
         )
-        for r in rows
-    }
-    return changes, {"0x" + r["l"].hex().upper(): r["t"] for r in times}
+        conn.close()
+        as_of = rows[0]["t"].isoformat()
+    workload.commit([("single", 1)] * between)
+    table = source_table(emu, note=False)
+    return {"mode": mode, "as_of": as_of, "lsn": lsn, "rows": [list(r) for r in table.values()]}
 
 
 # ---- the driver -------------------------------------------------------------------------------
@@ -278,7 +435,8 @@ def history(emu: Emulator) -> tuple[dict[tuple[Any, ...], tuple[Any, ...]], dict
 
 class Driver:
     """The job in its own process group (``start_new_session``), so SIGKILL takes its JVM and
-    Python workers with it."""
+    Python workers with it. Kills and restarts hold a lock: the planned faults and the focus
+    kills come from two threads."""
 
     def __init__(self, job: dict[str, Any], workdir: Path) -> None:
         self.job = job
@@ -287,51 +445,113 @@ class Driver:
         self.job_file.write_text(json.dumps(job))
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.lock = threading.RLock()
+        #: what the driver's threads were doing at each kill
+        self.killed_in: list[str] = []
 
     def start(self) -> None:
-        self.starts += 1
-        log = (self.workdir / f"driver{self.starts}.log").open("wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, str(DRIVER), str(self.job_file)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log.close()
+        with self.lock:
+            self.starts += 1
+            log = (self.workdir / f"driver{self.starts}.log").open("wb")
+            self.proc = subprocess.Popen(
+                [sys.executable, str(DRIVER), str(self.job_file), str(self.starts)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            log.close()
+
+    def phases(self) -> str:
+        """What each thread of the driver is doing (``phase.<thread>`` files)."""
+        parts = []
+        for path in sorted(self.workdir.glob("phase.*")):
+            if not path.name.endswith(".tmp"):
+                parts.append(f"{path.name[6:]}={path.read_text()}")
+        return ",".join(parts) or "starting"
 
     def kill(self) -> None:
-        assert self.proc is not None
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        with self.lock:
+            assert self.proc is not None
+            if self.proc.poll() is None:
+                self.killed_in.append(self.phases())
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            for path in self.workdir.glob("phase.*"):
+                path.unlink(missing_ok=True)
+
+    def restart(self) -> None:
+        with self.lock:
+            self.kill()
+            self.start()
 
     def stop(self) -> None:
         """Kill the driver's process group if it still runs (a trial that stops early)."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.kill()
+        with self.lock:
+            if self.proc is not None and self.proc.poll() is None:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
 
-    def wait_ready(self, timeout: float = 900) -> None:
-        """Until the first query started (the driver touches ``ready``) or the driver exited."""
-        ready = Path(self.job["chaos"]["ready"])
+    def marker(self, name: str, start: int | None = None) -> Path:
+        return self.workdir / "markers" / f"{name}.{start or self.starts}"
+
+    def wait_marker(self, name: str, timeout: float = 900) -> None:
+        """Until the current driver touched marker ``name``, or it exited."""
         deadline = time.monotonic() + timeout
-        while not ready.exists():
+        while not self.marker(name).exists():
             assert self.proc is not None
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the driver never started a query:\n{self.log_tail()}")
-            time.sleep(0.2)
+                raise RuntimeError(f"the driver never reached {name!r}:\n{self.log_tail()}")
+            time.sleep(0.2)  # waiting on a file the driver writes
 
     def finish(self, timeout: float = 900) -> int:
         assert self.proc is not None
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.kill()
+            self.stop()
             return -9
 
     def log_tail(self, chars: int = 3000) -> str:
         text = "".join(
-            p.read_text(errors="replace") for p in sorted(self.workdir.glob("driver*.log"))
+            p.read_text(errors="replace")
+            for p in sorted(self.workdir.glob("driver*.log"), key=lambda p: int(p.stem[6:]))
         )
         return text[-chars:]
+
+
+class FocusKiller:
+    """The kind's focus kills: each waits for its marker (in whichever driver runs then; the
+    ``switched`` marker is the workload's DDL) and kills the driver that many seconds later."""
+
+    def __init__(self, driver: Driver, focus: list[tuple[str, float]], workload: Workload) -> None:
+        self.driver = driver
+        self.focus = focus
+        self.workload = workload
+        self.kills = 0
+        self.thread = threading.Thread(target=self._run, name="chaos-focus", daemon=True)
+
+    def _reached(self, marker: str) -> bool:
+        if marker == "switched":
+            return self.workload.switched.is_set()
+        return self.driver.marker(marker).exists()
+
+    def _run(self) -> None:
+        for marker, delay in self.focus:
+            deadline = time.monotonic() + 900
+            while not self._reached(marker):
+                proc = self.driver.proc
+                if time.monotonic() > deadline or (proc is not None and proc.poll() is not None):
+                    return  # the driver ended (or never got there): no kill to make
+                time.sleep(0.1)  # waiting on a file the driver writes
+            time.sleep(delay)  # the planned moment after the marker
+            self.driver.restart()
+            self.kills += 1
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def join(self) -> None:
+        self.thread.join()
 
 
 # ---- one trial ------------------------------------------------------------------------------
@@ -342,6 +562,7 @@ class TrialResult:
     seed: int
     description: str
     faults: collections.Counter[str]
+    kind: str = "stream"
     #: the faults that hit: a connection fault fires when a connection comes
     fired: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     duplicates: int = 0
@@ -351,6 +572,11 @@ class TrialResult:
     changes: int = 0
     batches: int = 0
     query_failures: int = 0
+    #: SIGKILLs of the driver in all (planned and focus), and what it was doing at each
+    kills: int = 0
+    killed_in: list[str] = dataclasses.field(default_factory=list)
+    #: what the checks compared, by what
+    checked: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
     #: the harness could not finish the trial (a driver that never started or finished): no
     #: verdict on exactly-once, reported apart from broken promises
     inconclusive: bool = False
@@ -367,8 +593,7 @@ def _inject(
     kinds that wait for a connection (they fire when one comes), ``None`` for the others."""
     now = time.monotonic()
     if kind == "sigkill":
-        driver.kill()
-        driver.start()
+        driver.restart()
     elif kind == "failed_task":
         return emu.fail_statement(message="chaos: an injected task failure")
     elif kind == "drop_mid_result":
@@ -390,8 +615,8 @@ def _inject(
     return None
 
 
-def _job(emu: Emulator, p: Plan, workdir: Path) -> dict[str, Any]:
-    """The driver's job file: the main job on ``dbo_orders`` with the plan's settings."""
+def _base_job(emu: Emulator, p: Plan) -> dict[str, Any]:
+    """The driver job's source options and trigger, from the plan."""
     options = {
         "connectionString": (
             f"Server=tcp:{emu.host},{emu.port};Database=master;Encrypt=no;"
@@ -404,22 +629,7 @@ def _job(emu: Emulator, p: Plan, workdir: Path) -> dict[str, Any]:
     }
     if p.max_commits is not None:
         options["maxCommitsPerBatch"] = str(p.max_commits)
-    return {
-        "options": options,
-        "bronze": str(workdir / "bronze"),
-        "facts": str(workdir / "facts"),
-        "checkpoint": str(workdir / "cp"),
-        "app_id": "orders-chaos",
-        "trigger": p.trigger,
-        "crash": None,
-        "chaos": {
-            "control": str(workdir / "control"),
-            "stop": str(workdir / "stop"),
-            "ready": str(workdir / "ready"),
-            "state": str(workdir / "state.json"),
-            "master": "local[2]",
-        },
-    }
+    return {"options": options, "trigger": p.trigger, "master": "local[2]"}
 
 
 def _inject_all(
@@ -473,45 +683,102 @@ def _calm(emu: Emulator) -> None:
     emu.scan()
 
 
+def _prepare(
+    emu: Emulator, p: Plan, k: kinds.KindPlan, workdir: Path, seconds: float
+) -> tuple[Workload, dict[str, Any] | None, dict[str, Any]]:
+    """The source, its workload (with the rows the kind wants beforehand), a seed's copy, and
+    the driver's job."""
+    create_source(emu)
+    switch_at = k.params.get("at") if k.kind == "switch" else None
+    workload = Workload(emu, p, seconds, switch_at=switch_at)
+    workload.prefill(k.prefill)
+    copy = None
+    if k.kind == "seed":
+        copy = seed_copy(emu, workload, k.params["as_of"], k.params["between"])
+    elif k.kind.startswith("resnapshot"):
+        workload.commit([("single", 2)] * k.params["before"])
+    emu.scan()
+    return workload, copy, kinds.job(k, _base_job(emu, p), workdir, seed_copy=copy)
+
+
+def _finish(driver: Driver, result: TrialResult, workdir: Path) -> bool:
+    """Tells the driver to stop and waits until it finished (restarting it when killed or
+    crashed during its last run); False, the trial inconclusive, when it never does."""
+    (workdir / "stop").touch()
+    for _attempt in range(3):
+        if driver.finish() == 0:
+            break
+        driver.start()  # killed or crashed during the last run: once more
+    else:
+        result.problems.append(f"the driver never finished:\n{driver.log_tail()}")
+        result.inconclusive = True
+        return False
+    result.kills = len(driver.killed_in)
+    result.killed_in = driver.killed_in
+    result.query_failures = sum(
+        1
+        for path in workdir.glob("driver*.log")
+        for line in path.read_text(errors="replace").splitlines()
+        if " failed (" in line
+    )
+    return True
+
+
 def run_trial(
-    seed: int, workdir: Path, *, seconds: float = DEFAULT_SECONDS, large: int = DEFAULT_LARGE
+    seed: int,
+    workdir: Path,
+    *,
+    kind: str = "stream",
+    seconds: float = DEFAULT_SECONDS,
+    large: int = DEFAULT_LARGE,
 ) -> TrialResult:
-    """Plans, runs and checks one trial in ``workdir`` (which must not exist)."""
+    """Plans, runs and checks one trial of ``kind`` in ``workdir`` (which must not exist)."""
     began = time.monotonic()
+    workdir = workdir.resolve()  # Delta takes a path table's path only when absolute
     p = plan(seed, seconds=seconds, large=large)
-    result = TrialResult(seed, p.describe(), collections.Counter())
+    k = kinds.plan_kind(kind, seed, large=sum(n for t, n in p.transactions if t == "large"))
+    result = TrialResult(seed, f"{p.describe()}\n  {k.describe()}", collections.Counter(), kind)
     workdir.mkdir(parents=True)
+    untyped_min_max()
     emu = Emulator(polling_interval=0.5).start()
     driver: Driver | None = None
     try:
-        create_source(emu)
-        job = _job(emu, p, workdir)
+        workload, copy, job = _prepare(emu, p, k, workdir, seconds)
         driver = Driver(job, workdir)
         driver.start()
-        driver.wait_ready()
-        workload = Workload(emu, p, seconds)
-        workload.start()
+        purged_after, kept, kept_times = None, [], {}
+        if kind.startswith("resnapshot"):
+            driver.wait_marker("gen0")
+            purged_after, kept, kept_times = workload.purge()
+            (workdir / "purged").touch()
+        driver.wait_marker({"stream": "ready"}.get(kind, "phase_b" if purged_after else "spark"))
+        gate = "snapshot_taken" if kind == "snapshot" else "ready"
+        started = lambda: any((workdir / "markers").glob(f"{gate}.*"))  # noqa: E731
+        workload.start(None if kind in ("stream", "switch") else started)
+        focus = FocusKiller(driver, k.focus, workload)
+        focus.start()
         armed = _inject_all(emu, driver, p, result)
         workload.join()
+        focus.join()
         _await_fired(armed, result, FIRE_SECONDS)
         _calm(emu)
-        Path(job["chaos"]["stop"]).touch()
-        for _attempt in range(3):
-            if driver.finish() == 0:
-                break
-            driver.start()  # killed or crashed during the last run: once more
-        else:
-            result.problems.append(f"the driver never finished:\n{driver.log_tail()}")
-            result.inconclusive = True
+        if not _finish(driver, result, workdir):
             return result
-        result.query_failures = sum(
-            1
-            for path in workdir.glob("driver*.log")
-            for line in path.read_text(errors="replace").splitlines()
-            if line.startswith("query failed")
+        data = _read(
+            emu,
+            workdir,
+            kind=kind,
+            kept=(kept, kept_times),
+            purged_after=purged_after,
+            copy=copy,
         )
-        changes, times = history(emu)
-        check(result, changes, times, _read_states(job))
+        found = Findings()
+        kinds.check(found, k, data, workdir)
+        result.duplicates, result.losses = found.duplicates, found.losses
+        result.problems += found.problems
+        result.checked = found.checked
+        result.changes = found.checked["changes"]
+        result.batches = found.checked["batches"]
     except Exception as exc:
         result.problems.append(f"the trial itself failed: {type(exc).__name__}: {exc}")
         result.inconclusive = True
@@ -523,104 +790,101 @@ def run_trial(
     return result
 
 
-def _read_states(job: dict[str, Any]) -> list[dict[str, Any]]:
-    path = Path(job["chaos"]["state"])
-    return json.loads(path.read_text()) if path.exists() else []
-
-
-def check(
-    result: TrialResult,
-    changes: dict[tuple[Any, ...], tuple[Any, ...]],
-    times: dict[str, dt.datetime],
-    states: list[dict[str, Any]],
-) -> None:
-    """Exactly once: the last state's bronze against the history; facts against bronze; every
-    state's verdict against that state's bronze."""
-    final = states[-1]
-    bronze = collections.Counter()
-    values: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-    per_batch: collections.Counter[int] = collections.Counter()
-    for lsn, seqval, op, cmd, batch, i, name, qty in final["bronze"]:
-        key = (lsn, seqval, op, cmd)
-        bronze[key] += 1
-        values[key] = (i, name, qty)
-        per_batch[batch] += 1
-    result.changes = len(changes)
-    result.duplicates = sum(n - 1 for n in bronze.values() if n > 1)
-    lost = [k for k in changes if k not in bronze]
-    result.losses = len(lost)
-    extra = [k for k in bronze if k not in changes]
-    wrong = [k for k in changes if k in values and values[k] != changes[k]]
-    if result.duplicates:
-        dup = [k for k, n in bronze.items() if n > 1][:3]
-        result.problems.append(f"{result.duplicates} duplicate change rows in bronze, e.g. {dup}")
-    if lost:
-        result.problems.append(f"{len(lost)} changes missing from bronze, e.g. {lost[:3]}")
-    if extra:
-        result.problems.append(f"{len(extra)} bronze rows not in the history, e.g. {extra[:3]}")
-    if wrong:
-        result.problems.append(f"{len(wrong)} bronze rows with wrong values, e.g. {wrong[:3]}")
-    facts = collections.Counter((app, batch) for app, batch, _ in final["facts"])
-    twice = [k for k, n in facts.items() if n > 1]
-    if twice:
-        result.problems.append(f"facts rows written twice for batches {twice[:5]}")
-    fact_rows = {batch: rows for _, batch, rows in final["facts"]}
-    result.batches = len(fact_rows)
-    off = {b: (fact_rows.get(b), n) for b, n in per_batch.items() if fact_rows.get(b) != n}
-    off |= {b: (r, 0) for b, r in fact_rows.items() if r and b not in per_batch}
-    if off:
-        result.problems.append(f"facts rows != bronze rows (batch: (facts, bronze)) {off}")
-    for n, state in enumerate(states):
-        if state["verdict"] is None:
-            continue
-        verdict = dt.datetime.fromisoformat(state["verdict"])
-        held = {tuple(row[:4]) for row in state["bronze"]}
-        early = [k for k in changes if times[k[0]].replace(tzinfo=None) < verdict and k not in held]
-        if early:
-            result.problems.append(
-                f"state {n}: verdict {verdict} is past bronze: {len(early)} changes committed "
-                f"before it are not in bronze, e.g. {early[:3]}"
-            )
+def _read(
+    emu: Emulator,
+    workdir: Path,
+    *,
+    kind: str,
+    kept: tuple[list[Change], dict[str, dt.datetime]],
+    purged_after: str | None,
+    copy: dict[str, Any] | None,
+) -> kinds.TrialData:
+    """What the trial left: the history (with what the purge deleted), the table, the driver's
+    states and progress, bronze's Delta log and the generation file."""
+    changes, times = history(emu)
+    known = {c.ident for c in changes}
+    changes += [c for c in kept[0] if c.ident not in known]
+    times = {**kept[1], **times}
+    note = kind == "switch"
+    log_dir = workdir / "bronze" / "_delta_log"
+    bronze_log = checks.delta_log(
+        {int(p.stem): p.read_text().splitlines() for p in log_dir.glob("*.json")}
+        if log_dir.exists()
+        else {}
+    )
+    generation_file = workdir / "cp" / "_mssql_cdc_generation.json"
+    progress_file = workdir / "progress.json"
+    return kinds.TrialData(
+        history=changes,
+        times={lsn: t.replace(tzinfo=None) for lsn, t in times.items()},
+        table=source_table(emu, note=note),
+        states=json.loads((workdir / "state.json").read_text()),
+        progress=json.loads(progress_file.read_text()) if progress_file.exists() else {},
+        bronze_log=bronze_log,
+        generation=json.loads(generation_file.read_text()) if generation_file.exists() else None,
+        purged_after=purged_after,
+        seed_copy=copy,
+        columns=("id", "name", "qty", "note") if note else ("id", "name", "qty"),
+    )
 
 
 # ---- many trials -------------------------------------------------------------------------------
 
 
 def table(results: list[TrialResult]) -> str:
-    """The summary table (Markdown)."""
+    """The summary tables (Markdown): per kind, then the faults."""
     faults: collections.Counter[str] = collections.Counter()
     fired: collections.Counter[str] = collections.Counter()
     for r in results:
         faults.update(r.faults)
         fired.update(r.fired)
-    seconds = sum(r.seconds for r in results)
+    by_kind: dict[str, list[TrialResult]] = collections.defaultdict(list)
+    for r in results:
+        by_kind[r.kind].append(r)
     lines = [
-        "| trials | broken promises | inconclusive | duplicates | losses | changes checked "
-        "| batches | query restarts | seconds per trial |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        f"| {len(results)} | {sum(not r.ok and not r.inconclusive for r in results)} "
-        f"| {sum(r.inconclusive for r in results)} "
-        f"| {sum(r.duplicates for r in results)} | {sum(r.losses for r in results)} "
-        f"| {sum(r.changes for r in results)} | {sum(r.batches for r in results)} "
-        f"| {sum(r.query_failures for r in results)} "
-        f"| {seconds / max(len(results), 1):.0f} |",
+        "| kind | trials | broken promises | inconclusive | kills (in its work) | faults hit "
+        "| duplicates | losses | changes checked | snapshot rows | silver rows | restarts "
+        "| seconds per trial |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    groups = [(k, by_kind[k]) for k in kinds.TRIAL_KINDS if by_kind.get(k)]
+    if len(groups) > 1:
+        groups.append(("all", results))
+    for name, rs in groups:
+        seconds = sum(r.seconds for r in rs) / max(len(rs), 1)
+        silver = sum(r.checked["silver rows"] + r.checked["silver versions"] for r in rs)
+        hit = sum(sum(r.fired.values()) - r.fired["sigkill"] for r in rs)
+        work = sum(kinds.in_work(r.kind, phases) for r in rs for phases in r.killed_in)
+        lines.append(
+            f"| {name} | {len(rs)} | {sum(not r.ok and not r.inconclusive for r in rs)} "
+            f"| {sum(r.inconclusive for r in rs)} | {sum(r.kills for r in rs)} ({work}) | {hit} "
+            f"| {sum(r.duplicates for r in rs)} | {sum(r.losses for r in rs)} "
+            f"| {sum(r.changes for r in rs)} | {sum(r.checked['snapshot rows'] for r in rs)} "
+            f"| {silver} | {sum(r.query_failures for r in rs)} | {seconds:.0f} |"
+        )
+    lines += [
         "",
         "| fault | injected | hit |",
         "|---|---:|---:|",
-        *(f"| {kind} | {faults[kind]} | {fired[kind]} |" for kind in KINDS),
+        *(f"| {kind} | {faults[kind]} | {fired[kind]} |" for kind in FAULTS),
     ]
     return "\n".join(lines)
 
 
 def replay_command(
-    seed: int, *, seconds: float = DEFAULT_SECONDS, large: int = DEFAULT_LARGE
+    seed: int,
+    *,
+    kind: str = "stream",
+    seconds: float = DEFAULT_SECONDS,
+    large: int = DEFAULT_LARGE,
 ) -> str:
-    """The one command that replays trial ``seed`` (the plan depends on the workload's seconds
-    and the large transaction's size too: they are passed when not the defaults)."""
+    """The one command that replays trial ``seed`` of ``kind`` (the plan depends on the
+    workload's seconds and the large transaction's size too: they are passed when not the
+    defaults)."""
     shaping = []
     if seconds != DEFAULT_SECONDS:
         shaping.append(f"--seconds {seconds:g}")
     if large != DEFAULT_LARGE:
         shaping.append(f"--large {large}")
     args = f' CHAOS_ARGS="{" ".join(shaping)}"' if shaping else ""
-    return f"make chaos TRIALS=1 SEED={seed}{args}"
+    return f"make chaos TRIALS=1 SEED={seed} KINDS={kind}{args}"

@@ -229,7 +229,12 @@ def test_commit_times_follow_local_time_across_dst_fall_back():
 def test_a_login_password_never_reaches_a_log(emulator, caplog):
     """sqlglot logs the text of a statement it keeps as a command; CREATE LOGIN's holds a
     password, so the emulator drops that record."""
-    with caplog.at_level(logging.DEBUG):
+    # Each logger's own level is set: an in-process CLI test leaves "mssql_cdc" at its
+    # --log-level, which the root's level alone would not override.
+    with (
+        caplog.at_level(logging.DEBUG, logger="mssql_cdc"),
+        caplog.at_level(logging.DEBUG, logger="sqlglot"),
+    ):
         conn = connect(emulator)
         conn.cursor().execute("CREATE LOGIN audited WITH PASSWORD = 'Never-Logged-42'")
         conn.close()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from local_spark import master
 from mssql_cdc.spark import delta_jars, get_spark
 
 
@@ -25,7 +26,7 @@ def test_get_spark_returns_the_active_session(spark):
     # any createDataFrame moves, e.g. a foreachBatch sink's on the query's cloned session, so
     # `is spark` held only when no stream ran earlier in this process.)
     assert got.sparkContext is spark.sparkContext
-    assert (got.sparkContext.appName, got.sparkContext.master) == ("mssql-cdc-tests", "local[2]")
+    assert (got.sparkContext.appName, got.sparkContext.master) == ("mssql-cdc-tests", master())
 
 
 def _append(spark, path: Path, rows: list[tuple[int, str]], app_id: str, version: int) -> None:
@@ -76,10 +77,13 @@ def test_another_app_id_is_not_skipped(spark, tmp_path):
     assert spark.read.format("delta").load(str(table)).count() == 2
 
 
-def test_missing_jars_say_how_to_fetch_them(tmp_path, monkeypatch):
+def test_missing_jars_say_which_files_to_put_there(tmp_path, monkeypatch):
     monkeypatch.setenv("MSSQL_CDC_JARS", str(tmp_path))
-    with pytest.raises(FileNotFoundError, match=r"run scripts/setup\.sh"):
+    with pytest.raises(FileNotFoundError) as raised:
         delta_jars()
+    assert f"no Delta jars in MSSQL_CDC_JARS={tmp_path}" in str(raised.value)
+    assert "delta-spark_<spark>_2.13-<delta>.jar and delta-storage-<delta>.jar" in str(raised.value)
+    assert "unset MSSQL_CDC_JARS" in str(raised.value)
 
 
 def test_jars_are_on_disk_not_resolved_at_run_time(spark):

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, run as a script
-from local_spark import spark_config
+from local_spark import master, spark_config
 
 
 def main(job_file: str) -> int:
@@ -37,7 +37,7 @@ def main(job_file: str) -> int:
     ledger_module.commit_hook = backfill_hook(crash)
     spark = get_spark(
         "mssql-cdc-backfill-crash",
-        "local[2]",
+        master(),
         config=spark_config(),
     )
     stream(spark, job["options"]).backfill(

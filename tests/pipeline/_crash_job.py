@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, run as a script
-from local_spark import spark_config
+from local_spark import master, spark_config
 
 
 def start(spark, job: dict, trigger: dict | None = None):
@@ -108,7 +108,7 @@ def main(job_file: str) -> int:
 
     spark = get_spark(
         "mssql-cdc-crash",
-        "local[2]",
+        master(),
         config=spark_config(),
     )
     query = start(spark, job)
@@ -160,7 +160,7 @@ def run_chaos(job) -> int:
     chaos = job["chaos"]
     spark = get_spark(
         "mssql-cdc-chaos",
-        chaos.get("master", "local[2]"),
+        chaos.get("master", master()),
         config=spark_config(),
     )
     state_file = Path(chaos["state"])

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from mssql_cdc.cli import build_parser, main
+from mssql_cdc.cli.invocation import command
 from mssql_cdc.cli.stream_command import options_from, parse_trigger
 
 
@@ -19,6 +20,8 @@ def test_demo_streams_the_live_workload_exactly_and_status_reads_its_facts(spark
     assert "check: every bronze table holds exactly its change history, each change once" in out
     assert "CHECK FAILED" not in out
     assert re.search(r"workload: \d+ transactions committed", out)
+    # the closing hint names a command that exists here (mssql_cdc.cli.invocation)
+    assert f"\n  {command()} status --facts {tmp_path / 'facts'} --retention-hours " in out
     tables = ("Sales_Customer", "Person_EmailAddress", "Production_Product")
     for ci in tables:
         assert (tmp_path / "bronze" / ci / "_delta_log").is_dir()

@@ -5,11 +5,14 @@ replaced). Pure, no Spark."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from datetime import datetime
 
 import pytest
 from _facts_golden import GOLDEN
 
+from mssql_cdc.sink import FACTS
 from mssql_cdc.sink import facts as f
 
 AT = datetime(2026, 3, 1, 12, 0, 0, 123000)
@@ -51,6 +54,21 @@ def test_a_micro_batch_row_and_its_events():
     events = [_row(e) for e in f.EventRow.from_files(7, EVENTS)]
     assert events == GOLDEN["events"]
     assert len(events) == 3  # the planning warning is no row
+
+
+def test_a_batch_whose_headroom_came_from_the_watermark_says_so_in_detail_only():
+    """Issue 40 (merged from main): ``headroom_from`` is no facts column; the batch row is the
+    golden one but for ``detail``, which names it after the warnings."""
+    measured = dataclasses.replace(METRICS, headroom_from="cleanup_watermark")
+    row = _row(f.BatchRow(7, COUNTS, measured, TS, 250))
+    at = list(FACTS.names).index("detail")
+    assert row[:at] + row[at + 1 :] == GOLDEN["batch"][:at] + GOLDEN["batch"][at + 1 :]
+    assert json.loads(row[at]) == {
+        "warnings": ["a warning", "another"],
+        "headroom_from": "cleanup_watermark",
+    }
+    bare = f.BatchRow(0, f.BatchCounts(rows=0), f.FoldedMetrics(headroom_from="x"), TS, 3)
+    assert json.loads(_row(bare)[at]) == {"headroom_from": "x"}
 
 
 @pytest.mark.parametrize("generation", [0, 3])

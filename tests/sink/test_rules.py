@@ -118,6 +118,9 @@ def test_table_references():
     assert table_ref("bronze.orders", "target").name == "bronze.orders"
     assert table_ref("/data/orders", "target").path == "/data/orders"
     assert table_ref("s3://b/orders", "target").path == "s3://b/orders"
+    assert table_ref("C:/data/orders", "target").path == "C:/data/orders"
+    with pytest.raises(ValueError, match="target 'out/orders' is a relative path"):
+        table_ref("out/orders", "target")
     ref = table_ref("delta.`/data/or``ders`", "target")
     assert (ref.path, ref.sql) == ("/data/or`ders", "delta.`/data/or``ders`")
     with pytest.raises(ValueError, match="target is empty"):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from mssql_cdc.cli import check as check_command
 from mssql_cdc.cli import stream_command
+from mssql_cdc.cli.facts_input import require_facts_table
 from mssql_cdc.cli.status import BREACH_EXIT
 from mssql_cdc.cli.usage import USAGE_EXIT, UsageError, check_non_negative, check_positive
 from mssql_cdc.errors import MssqlCdcError, find_error, find_error_in_text
@@ -144,6 +145,7 @@ def _report(args: argparse.Namespace) -> int:
     check_positive("--hours", args.hours)
     require_matplotlib()
     spark = _reading_spark("mssql-cdc-report")
+    require_facts_table(spark, args.facts)
     facts = read_facts(spark, args.facts, args.hours)
     out = render_report(facts, args.out, title=args.title or f"mssql-cdc report: {args.facts}")
     print(f"wrote {out} ({facts.num_rows:,} facts rows)")
@@ -165,6 +167,7 @@ def _status(args: argparse.Namespace) -> int:
         check_positive(f"--{flag.replace('_', '-')}", getattr(args, flag))
     # 0 alerts once the headroom is gone (unread changes may already be deleted)
     check_non_negative("--min-headroom-hours", args.min_headroom_hours)
+    check_non_negative("--events", args.events)  # 0 shows none; Spark refuses a negative limit
     if args.watch and args.json:
         raise UsageError("--watch and --json: choose one")
     thresholds = Thresholds(
@@ -173,6 +176,7 @@ def _status(args: argparse.Namespace) -> int:
         max_batch_age_minutes=args.max_batch_age_minutes,
     )
     spark = _reading_spark("mssql-cdc-status", short=not args.watch)
+    require_facts_table(spark, args.facts)
 
     def read() -> tuple[list[Any], list[dict[str, Any]]]:
         return read_status(spark, args.facts), recent_events(spark, args.facts, args.events)

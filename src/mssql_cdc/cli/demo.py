@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
+from mssql_cdc.cli.invocation import command
 from mssql_cdc.cli.landed import LandedRows
 from mssql_cdc.cli.status import read_status, recent_events, status_text
 from mssql_cdc.cli.verify import bronze_history, compare, source_history
@@ -51,6 +52,15 @@ class DemoConfig:
     tables: Sequence[str] = DEFAULT_TABLES
     trigger_seconds: float = 2.0
     seed: int = 7
+
+
+def _session_config(workdir: Path) -> dict[str, str]:
+    """The settings of a local session the demo starts: a short run's, and Spark's warehouse
+    under the demo's directory (else it would be ``./spark-warehouse``, in whatever directory
+    the demo was started from)."""
+    from mssql_cdc.spark import short_run_config
+
+    return {**short_run_config(), "spark.sql.warehouse.dir": str(workdir / "spark-warehouse")}
 
 
 def _instance(table: str) -> str:
@@ -216,7 +226,7 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
 
     from mssql_cdc.emulator import Emulator
     from mssql_cdc.emulator.workload import enable_cdc
-    from mssql_cdc.spark import get_spark, short_run_config
+    from mssql_cdc.spark import get_spark
 
     owns_spark = SparkSession.getActiveSession() is None
     config.workdir.mkdir(parents=True, exist_ok=True)
@@ -231,7 +241,7 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
             file=out,
             flush=True,
         )
-        spark = get_spark("mssql-cdc-demo", config=short_run_config())
+        spark = get_spark("mssql-cdc-demo", config=_session_config(config.workdir))
         if owns_spark:
             spark.sparkContext.setLogLevel("ERROR")
         print(
@@ -314,7 +324,7 @@ def run_demo(config: DemoConfig, out: TextIO) -> int:
         "headroom (h): hours before CDC cleanup would delete changes not streamed yet (the "
         f"emulator keeps changes {retention_hours:g} h)\n"
         f"the Delta tables are under {config.workdir}; look again with:\n"
-        f"  .venv/bin/mssql-cdc status --facts {config.workdir / 'facts'} "
+        f"  {command()} status --facts {config.workdir / 'facts'} "
         f"--retention-hours {retention_hours:g}",
         file=out,
     )

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mssql_cdc.cli.streams import stream_of
 from mssql_cdc.cli.text import count_text
 
 if TYPE_CHECKING:
@@ -98,13 +99,6 @@ def read_facts(spark: SparkSession, facts_table: str, hours: float | None = None
     return facts_history(spark, facts_table, since)
 
 
-def _stream_of(app_id: str) -> str:
-    """A re-snapshot's rows carry ``<app_id>.g<n>``: drawn with the stream they belong to."""
-    from mssql_cdc.sink import stream_of_sink
-
-    return stream_of_sink(app_id)
-
-
 def stream_series(facts: pa.Table) -> list[StreamSeries]:
     """The facts rows (any order) as one :class:`StreamSeries` per stream, by ``app_id``.
 
@@ -123,7 +117,7 @@ def stream_series(facts: pa.Table) -> list[StreamSeries]:
     streams: dict[str, StreamSeries] = {}
     previous: dict[str, dt.datetime] = {}
     for i in order:
-        app_id = _stream_of(str(columns["app_id"][i]))
+        app_id = stream_of(str(columns["app_id"][i]))  # generations drawn as one stream
         s = streams.setdefault(app_id, StreamSeries(app_id))
         written = columns["written_at"][i]
         event = columns["event"][i]

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from mssql_cdc.cli.streams import stream_of
 from mssql_cdc.cli.text import table_text
 
 if TYPE_CHECKING:
@@ -65,7 +66,9 @@ LAG_NOTE = (
 
 @dataclass(frozen=True)
 class StreamStatus:
-    """One stream (``app_id``) of a facts table: its micro-batches and its newest one."""
+    """One stream (``app_id``) of a facts table: its micro-batches (over all its generations)
+    and its newest one; ``sink_id`` is the id the newest row was written under (``app_id``, or
+    ``<app_id>.g<n>`` in generation ``n``; ``None``: the same as ``app_id``)."""
 
     app_id: str
     target: str
@@ -80,6 +83,30 @@ class StreamStatus:
     retention_watermark_ts: dt.datetime | None = None
     end_commit_ts: dt.datetime | None = None
     last_duration_ms: int | None = None
+    sink_id: str | None = None
+
+
+def group_generations(rows: Sequence[StreamStatus]) -> list[StreamStatus]:
+    """One :class:`StreamStatus` per stream from one per sink id: a stream's generations
+    (``mssql_cdc.sink.stream_of_sink``) are summed (batches, rows) and its newest row (by
+    ``last_written_at``; batch ids restart in each generation) gives the rest, under the
+    stream's ``app_id`` with ``sink_id`` the generation that wrote it. Ordered by ``app_id``."""
+    groups: dict[str, list[StreamStatus]] = {}
+    for row in rows:
+        groups.setdefault(stream_of(row.app_id), []).append(row)
+    out = []
+    for app_id, members in sorted(groups.items()):
+        newest = max(members, key=lambda m: (m.last_written_at is not None, m.last_written_at))
+        out.append(
+            replace(
+                newest,
+                app_id=app_id,
+                sink_id=newest.app_id,
+                batches=sum(m.batches for m in members),
+                rows=sum(m.rows for m in members),
+            )
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -98,31 +125,34 @@ def _utcnow() -> dt.datetime:
 
 
 def read_status(spark: SparkSession, facts_table: str) -> list[StreamStatus]:
-    """Per ``app_id``, the micro-batch rows' totals and the newest row's lags and headroom.
+    """Per stream (its generations grouped, :func:`group_generations`), the micro-batch rows'
+    totals and the newest row's lags and headroom.
 
     Raises:
         ValueError: ``facts_table`` is empty or not a Delta table.
     """
     from mssql_cdc.sink import stream_summaries
 
-    return [
-        StreamStatus(
-            app_id=r["app_id"],
-            target=r["last"]["target"],
-            batches=int(r["n"]),
-            rows=int(r["rows"] or 0),
-            last_batch=r["last"]["batch_id"],
-            last_rows=int(r["last"]["rows"] or 0),
-            last_written_at=r["last"]["written_at"],
-            ingestion_lag_seconds=r["last"]["ingestion_lag_seconds"],
-            capture_lag_seconds=r["last"]["capture_lag_seconds"],
-            retention_headroom_hours=r["last"]["retention_headroom_hours"],
-            retention_watermark_ts=r["last"]["retention_watermark_ts"],
-            end_commit_ts=r["last"]["end_commit_ts"],
-            last_duration_ms=r["last"]["duration_ms"],
-        )
-        for r in stream_summaries(spark, facts_table)
-    ]
+    return group_generations(
+        [
+            StreamStatus(
+                app_id=r["app_id"],
+                target=r["last"]["target"],
+                batches=int(r["n"]),
+                rows=int(r["rows"] or 0),
+                last_batch=r["last"]["batch_id"],
+                last_rows=int(r["last"]["rows"] or 0),
+                last_written_at=r["last"]["written_at"],
+                ingestion_lag_seconds=r["last"]["ingestion_lag_seconds"],
+                capture_lag_seconds=r["last"]["capture_lag_seconds"],
+                retention_headroom_hours=r["last"]["retention_headroom_hours"],
+                retention_watermark_ts=r["last"]["retention_watermark_ts"],
+                end_commit_ts=r["last"]["end_commit_ts"],
+                last_duration_ms=r["last"]["duration_ms"],
+            )
+            for r in stream_summaries(spark, facts_table)
+        ]
+    )
 
 
 def recent_events(spark: SparkSession, facts_table: str, limit: int) -> list[dict[str, Any]]:

@@ -398,8 +398,10 @@ def _check_computed(
         f'SELECT count(*) FROM "{table.schema}"."{table.name}" t '
         f"JOIN __aw_staged s ON {on} WHERE {differs}"
     )
-    row = cursor.execute(sql).fetchone()  # type: ignore[attr-defined]
-    return int(row[0]) if row else 0
+    # fetchall, not fetchone: DuckDB 2 refuses other work on the connection (the unregister
+    # that follows) while an execute() result has rows left to fetch
+    rows = cursor.execute(sql).fetchall()  # type: ignore[attr-defined]
+    return int(rows[0][0]) if rows else 0
 
 
 def _position(defs: list[ColumnDef], name: str) -> int:

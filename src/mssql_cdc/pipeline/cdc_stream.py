@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from mssql_cdc.connection_string import move_password
-from mssql_cdc.options import ReaderOptions, SourceOptions, parse_options
+from mssql_cdc.options import ReaderOptions, SourceOptions, parse_options, warn_unknown
 from mssql_cdc.pipeline.arguments import (
     copy_options,
     text_argument,
@@ -187,14 +187,18 @@ class CdcStream:
 
         Args:
             target: the bronze table (name or path).
-            resnapshot: always read a new snapshot. ``False``: when ``target`` already holds
-                a snapshot of the table (any of its capture instances) that a stream can still
-                start after (CDC holds every change after it), return its offset and read
-                nothing.
+            resnapshot: read a new snapshot, unless ``target`` already holds one at the very
+                LSN it would be stamped with (CDC captured nothing since; a second one there
+                would hold every row twice): that one is returned, with a WARNING.
+                ``False``: when ``target`` already holds a snapshot of the table (any of its
+                capture instances) that a stream can still start after (CDC holds every
+                change after it), return its offset and read nothing.
             app_id: the stream the snapshot is for: its commit carries ``<app_id>#events``,
                 so ``to_delta(app_id=..., bootstrap=True)`` later finds it; needed with
                 ``facts_table``.
-            facts_table: write the ``snapshot_open`` facts row there.
+            facts_table: the stream's facts table: a chunked snapshot of the stream open in
+                ``target`` refuses a full one (``ValueError``). No facts row is written (only
+                ``to_delta`` and ``seed`` write ``bootstrap`` rows).
 
         Returns:
             ``{"lsn": ..., "commit_ts": ...}`` of the snapshot.
@@ -373,10 +377,12 @@ def stream(spark: SparkSession, options: SourceOptions | Mapping[str, object]) -
     Raises:
         TypeError: ``options`` is not a mapping of names to values.
         ValueError: a required option is missing or a value is not allowed (the message names
-            the option; secrets are shown as ``<hidden>``). Unknown options are a WARNING,
-            once per process (logger ``mssql_cdc.options``).
+            the option; secrets are shown as ``<hidden>``). Unknown options are a WARNING on
+            every call (logger ``mssql_cdc.options``), and again in the stream's first
+            micro-batch facts row (``detail.warnings``).
     """
     copied = move_password(copy_options(options))
     parsed = parse_options(copied)
+    warn_unknown(parsed)  # every call: a typo in a second notebook cell is not silent
     register(spark)
     return CdcStream(spark, copied, parsed)

@@ -5,8 +5,11 @@ docs/data-loss.md#the-manual-way).
 Runs on the driver, in the calling Python process. Without ``resnapshot`` an earlier snapshot
 of the table in the target is returned when a stream can still start after it (CDC holds
 every change after it); otherwise the table is read (``snapshots.take_snapshot``) and appended
-once, under the transaction the ledger picks before the read (the stream's when an app_id is
-given, so ``to_delta(app_id=..., bootstrap=True)`` finds it; ``Ledger.snapshot_commit``).
+once (with ``resnapshot``, unless the target already holds a snapshot at the very LSN it would
+be stamped with: CDC captured nothing since, and a second one would hold every row twice under
+that LSN; that one is returned), under the transaction the ledger picks before the read (the
+stream's when an app_id is given, so ``to_delta(app_id=..., bootstrap=True)`` finds it;
+``Ledger.snapshot_commit``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,21 @@ def take_manual_snapshot(reader: TableReader, ledger: Ledger, *, resnapshot: boo
                 found,
             )
             return offset_of(found, ledger.snapshot_rows(found)[1])
+    position = reader.position()
+    if resnapshot:
+        rows, commit_ts = ledger.snapshot_rows(str(position.lsn))
+        if rows:
+            # Rows of a snapshot are told apart by its LSN (``_snapshot``): a second one at
+            # the same LSN would hold every row twice there.
+            log.warning(
+                "snapshot of %s: %s already holds a snapshot at %s and CDC has captured "
+                "nothing since, so it is returned instead of a second one at the same LSN; "
+                "take the new snapshot once a newer commit is captured",
+                reader.capture_instance,
+                ledger.target.text,
+                position.lsn,
+            )
+            return offset_of(str(position.lsn), commit_ts)
     commit = ledger.snapshot_commit("manual")
-    taken = take_snapshot(reader, ledger, commit, reader.position())
+    taken = take_snapshot(reader, ledger, commit, position)
     return offset_of(taken.lsn, taken.commit_ts)

@@ -38,6 +38,7 @@ from mssql_cdc.sink.facts import (
 from mssql_cdc.sink.facts_table import (
     ensure_facts_table,
     facts_history,
+    missing_facts_columns,
     recent_events,
     stream_summaries,
 )
@@ -110,6 +111,7 @@ __all__ = [
     "facts_history",
     "merge_silver_position",
     "merge_verdict",
+    "missing_facts_columns",
     "parse_utc",
     "quote",
     "read_silver_position",

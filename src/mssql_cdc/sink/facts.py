@@ -112,6 +112,10 @@ def metadata_json(counts: BatchCounts, app_id: str, batch_id: int) -> str:
     return json.dumps(payload, sort_keys=True, separators=(",", ":"))
 
 
+#: fields of :class:`FoldedMetrics` that are not facts columns: they reach the row's ``detail``
+_DETAIL_ONLY = ("warnings", "headroom_from")
+
+
 @dataclass
 class FoldedMetrics:
     """The metrics files of one batch folded into facts columns (all ``None`` without files)."""
@@ -128,11 +132,17 @@ class FoldedMetrics:
     end_lsn: str | None = None
     end_commit_ts: datetime | None = None
     warnings: list[str] = field(default_factory=list)
+    #: ``"cleanup_watermark"`` when the headroom was measured from the cleanup watermark
+    headroom_from: str | None = None
 
     @property
     def detail(self) -> str | None:
-        """``{"warnings": [...]}`` when there are warnings, else ``None``."""
-        return json.dumps({"warnings": self.warnings}) if self.warnings else None
+        """``{"warnings": [...]}`` when there are warnings, plus ``"headroom_from"`` when the
+        headroom was measured from the cleanup watermark; else ``None``."""
+        payload: dict[str, object] = {"warnings": self.warnings} if self.warnings else {}
+        if self.headroom_from is not None:
+            payload["headroom_from"] = self.headroom_from
+        return json.dumps(payload) if payload else None
 
 
 def _hours(later: datetime | None, earlier: datetime | None) -> float | None:
@@ -176,6 +186,7 @@ def fold_metrics(parts: Sequence[PartitionMetrics]) -> FoldedMetrics:
         folded.retention_watermark_ts = parse_utc(last.retention_watermark_ts)
         folded.source_max_commit_ts = parse_utc(last.source_max_commit_ts)
         folded.retention_headroom_hours = last.retention_headroom_hours
+        folded.headroom_from = last.headroom_from
         lag_hours = _hours(folded.source_max_commit_ts, folded.end_commit_ts)
         folded.ingestion_lag_seconds = None if lag_hours is None else lag_hours * 3600.0
     return folded
@@ -219,8 +230,8 @@ def _at(lsn: str | None, commit_ts: datetime | None) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class BatchRow:
-    """A micro-batch's row: its counts and ranges, the folded metrics (their warnings as
-    ``detail``), when it started and how long it took (ms)."""
+    """A micro-batch's row: its counts and ranges, the folded metrics (their warnings and
+    ``headroom_from`` as ``detail``), when it started and how long it took (ms)."""
 
     event: ClassVar[str | None] = None
 
@@ -233,7 +244,7 @@ class BatchRow:
     def values(self) -> dict[str, Any]:
         values: dict[str, Any] = asdict(self.counts)
         values.update(
-            {k: v for k, v in asdict(self.metrics).items() if k != "warnings"},
+            {k: v for k, v in asdict(self.metrics).items() if k not in _DETAIL_ONLY},
             batch_id=self.batch_id,
             started_at=self.started_at,
             duration_ms=self.duration_ms,

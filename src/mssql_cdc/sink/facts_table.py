@@ -30,6 +30,7 @@ __all__ = [
     "append_facts",
     "ensure_facts_table",
     "facts_history",
+    "missing_facts_columns",
     "recent_events",
     "stream_summaries",
 ]
@@ -120,6 +121,23 @@ def _existing(spark: SparkSession, facts_table: str) -> TableRef:
     if not ref.exists(spark):
         raise ValueError(f"facts table {facts_table!r} does not exist")
     return ref
+
+
+def missing_facts_columns(
+    spark: SparkSession, facts_table: str, what: str, needed: Sequence[str]
+) -> list[str]:
+    """The columns of ``needed`` that the table ``facts_table`` (the argument ``what``) lacks,
+    matched ignoring case: none when the table does not exist (the caller's command says so).
+    Reads the table's schema only.
+
+    Raises:
+        ValueError: ``facts_table`` is not a table reference (:func:`~.tables.table_ref`).
+    """
+    ref = table_ref(facts_table, what)
+    if not ref.exists(spark):
+        return []
+    columns = {c.lower() for c in ref.read(spark).columns}
+    return [c for c in needed if c.lower() not in columns]
 
 
 #: the columns :func:`facts_history` returns (the report draws them: docs/monitoring.md)

@@ -199,8 +199,10 @@ FACTS_COLUMNS: list[tuple[str, str, str]] = [
         "retention_headroom_hours",
         "DOUBLE",
         "Hours, from the read, before CDC cleanup deletes the first change after end_commit_ts: "
-        "the cleanup job's retention when current, 0 when unread changes are being purged; NULL "
-        "when the login cannot read the retention (sys.sp_cdc_help_jobs needs db_owner).",
+        "the cleanup job's retention when current, 0 when unread changes are being purged. A "
+        "login that cannot read the retention (sys.sp_cdc_help_jobs needs db_owner) gets "
+        "end_commit_ts - retention_watermark_ts instead, and detail says headroom_from "
+        "cleanup_watermark.",
     ),
     (
         "event",
@@ -228,9 +230,9 @@ FACTS_COLUMNS: list[tuple[str, str, str]] = [
     (
         "capture_lag_seconds",
         "DOUBLE",
-        "Largest difference over partitions between the partition's UTC clock and "
-        "source_max_commit_ts; minutes on a quiet database without a heartbeat; clock skew "
-        "shifts it.",
+        "SQL Server's clock (SYSUTCDATETIME()) when the batch's last partition finished "
+        "reading, minus source_max_commit_ts: both from the server, so no reader's clock skew "
+        "shifts it; minutes on a quiet database without a heartbeat.",
     ),
     (
         "ingestion_lag_seconds",

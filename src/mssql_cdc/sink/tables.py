@@ -256,8 +256,8 @@ def table_ref(text: str, what: str) -> TableRef:
 
     Raises:
         TypeError: ``text`` is not a string.
-        ValueError: ``text`` is empty, an unterminated ``delta.``` form or a name with an
-            empty part.
+        ValueError: ``text`` is empty, an unterminated ``delta.``` form, a name with an
+            empty part, or a relative path (``out/bronze``).
     """
     if not isinstance(text, str):
         raise TypeError(f"{what} must be a table name or path (str), got {type(text).__name__}")
@@ -269,6 +269,13 @@ def table_ref(text: str, what: str) -> TableRef:
             raise ValueError(f"{what} {text!r}: expected delta.`<path>`")
         return TableRef(text, path=stripped[len("delta.`") : -1].replace("``", "`"))
     if "/" in stripped or ":" in stripped:
+        if not (stripped.startswith("/") or ":" in stripped):
+            raise ValueError(
+                f"{what} {text!r} is a relative path: give an absolute path or a URI "
+                "(/data/bronze/orders, abfss://..., /Volumes/...). A relative path is resolved "
+                "against each process's working directory, which differ between the driver, "
+                "the executors and a Spark Connect server"
+            )
         return TableRef(text, path=stripped)
     return TableRef(text, name=stripped, parts=_name_parts(stripped, what))
 

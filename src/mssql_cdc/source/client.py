@@ -25,6 +25,7 @@ from mssql_cdc._native import Lsn
 from mssql_cdc.errors import ResultShapeError, SqlServerError
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.clock import ServerClock, resolve_clock
+from mssql_cdc.source.entra import connect_token, native_connection_string
 from mssql_cdc.source.sql import change_function, change_table, quote_name, table_name
 from mssql_cdc.source.tokens import access_token
 
@@ -241,11 +242,14 @@ class CdcClient:
         """The open connection (opened on first use)."""
         if self._conn is None or self._conn.closed:
             o = self.options
+            entra = connect_token(o)  # Authentication=ActiveDirectory... (None: a SQL login)
             self._conn = _native.connect(
-                o.connection_string,
-                user=o.user,
-                password=o.password,
-                access_token=access_token(o.access_token_provider, o.access_token),
+                o.connection_string
+                if entra is None
+                else native_connection_string(o.connection_string),
+                user=o.user if entra is None else None,
+                password=o.password if entra is None else None,
+                access_token=entra or access_token(o.access_token_provider, o.access_token),
                 login_timeout=float(o.connect_timeout) if o.connect_timeout else None,
                 query_timeout=float(o.query_timeout) if o.query_timeout else None,
                 max_buffer=o.max_row_bytes,

@@ -40,10 +40,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from mssql_cdc.options import ReaderOptions, parse_options
+from mssql_cdc.options import ReaderOptions, parse_options, warn_unknown
 from mssql_cdc.source.catalog import infer_schema
 from mssql_cdc.source.client import CdcClient
 from mssql_cdc.source.compat import arrow_schema
+from mssql_cdc.source.entra import ship_token
 from mssql_cdc.source.partitions import ChangeRange, SnapshotRange
 from mssql_cdc.source.planning import MIN_ROWS_PER_PARTITION
 from mssql_cdc.source.reading import ReadSpec, read_changes
@@ -158,9 +159,14 @@ class MssqlCdcDataSource(_BaseDataSource):
             return _infer(options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark API)
-        """The stream reader. Runs on the driver, once per query start."""
-        reader = AdmissionStreamReader if HAS_ADMISSION_CONTROL else LegacyStreamReader
-        return reader(self._options(), schema, self._partitions())
+        """The stream reader. Runs on the driver, once per query start; unknown options are
+        warned about here on every start, and the warning reaches the run's first micro-batch
+        facts row (``detail.warnings``)."""
+        kind = AdmissionStreamReader if HAS_ADMISSION_CONTROL else LegacyStreamReader
+        reader = kind(self._options(), schema, self._partitions())
+        with reader.run_warnings.collecting():
+            warn_unknown(reader.options)
+        return reader
 
 
 class MssqlCdcSnapshotDataSource(_BaseDataSource):
@@ -232,7 +238,7 @@ class _StreamReader(DataSourceStreamReader):
         """Commit-aligned LSN ranges of the batch, after the retention check. Driver, once per
         batch."""
         with self.run_warnings.collecting():
-            return self.planner.plan(start, end)
+            return ship_token(self.options, list(self.planner.plan(start, end)))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The range's change rows as Arrow batches. Executor, once per partition."""
@@ -317,7 +323,8 @@ class SnapshotReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """Key ranges, stamped with the snapshot LSN. Driver, once per read."""
-        return plan_snapshot(self.options, self.columns, self.default_partitions)
+        parts = plan_snapshot(self.options, self.columns, self.default_partitions)
+        return ship_token(self.options, list(parts))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The range's rows. Executor, once per partition."""

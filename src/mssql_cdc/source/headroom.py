@@ -9,9 +9,16 @@ commit the next change is not committed yet and the headroom is the whole retent
 
 The retention is the cleanup job's (``sys.sp_cdc_help_jobs``, column ``retention`` in minutes;
 it reads ``msdb.dbo.cdc_jobs`` and needs ``db_owner`` in the database). The planner reads it
-once an hour (:class:`RetentionReader`) and hands it to the batch's last range. A login that
-cannot read it gets no headroom (NULL), never a number measured otherwise: before cleanup first
-runs, the oldest change CDC holds is as old as the capture instance, not one retention period.
+once an hour (:class:`RetentionReader`) and hands it to the batch's last range.
+
+A login that cannot read it (the least-privileged reader docs/permissions.md recommends) gets
+:func:`watermark_headroom_hours` instead: the hours between the cleanup watermark (the commit
+time of the capture instance's minimum LSN, which any reader sees) and the batch end, and the
+facts say so (``detail.headroom_from`` = ``"cleanup_watermark"``). Once cleanup runs, the
+watermark trails the newest commit by about the retention, so both measures agree; before
+cleanup first runs, the watermark is the capture instance's start and the figure is the
+instance's age, smaller than the truth: ``backfill(min_headroom_hours=...)`` pauses early rather
+than never (ADR 0171, amended).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from mssql_cdc.errors import SqlServerError
 from mssql_cdc.source.client import CdcClient
 from mssql_cdc.source.sql import CHECK_HELP_JOBS, HELP_JOBS_COLUMNS
 
-__all__ = ["RetentionReader", "headroom_hours"]
+__all__ = ["WATERMARK", "RetentionReader", "headroom_hours", "watermark_headroom_hours"]
 
 log = logging.getLogger("mssql_cdc.source")
 
@@ -47,6 +54,22 @@ def headroom_hours(
     if newest_commit is not None and newest_commit <= end_commit:
         return retention
     return retention - (now - end_commit).total_seconds() / 3600.0
+
+
+#: ``headroom_from`` of a headroom measured from the cleanup watermark
+WATERMARK = "cleanup_watermark"
+
+
+def watermark_headroom_hours(
+    end_commit: dt.datetime | None, watermark: dt.datetime | None
+) -> float | None:
+    """Hours from the cleanup watermark (the commit time of the capture instance's minimum
+    LSN, the oldest change cleanup left) to ``end_commit`` (the batch's end): how far the
+    stream's position is ahead of what cleanup deletes; ``None`` without either time. Times
+    are UTC."""
+    if end_commit is None or watermark is None:
+        return None
+    return (end_commit - watermark).total_seconds() / 3600.0
 
 
 class RetentionReader:
@@ -75,8 +98,9 @@ class RetentionReader:
             if not self._said:
                 self._said = True
                 log.info(
-                    "retention_headroom_hours stays NULL: this login cannot read the cleanup "
-                    "job's retention (sys.sp_cdc_help_jobs needs db_owner): %s",
+                    "retention_headroom_hours is measured from the cleanup watermark: this "
+                    "login cannot read the cleanup job's retention (sys.sp_cdc_help_jobs needs "
+                    "db_owner): %s",
                     exc,
                 )
             return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import InputPartition
 
@@ -33,6 +33,9 @@ class ChangeRange(InputPartition):
     offset_minutes: int = 0
     #: the cleanup job's retention in minutes (last range only; ``None``: unknown)
     retention_minutes: int | None = None
+    #: an Entra ID token the driver made for this batch's tasks (a login whose secret stays on
+    #: the driver, mssql_cdc.source.entra); never in a repr
+    access_token: str | None = field(default=None, repr=False, compare=False)
 
 
 #: a key bound value as pickled to executors: integers, bits and binary as they are, other key
@@ -58,3 +61,6 @@ class SnapshotRange(InputPartition):
     lo: tuple[Bound, ...] | None = None
     hi: tuple[Bound, ...] | None = None
     chunk: int | None = None
+    #: an Entra ID token the driver made for this batch's tasks (a login whose secret stays on
+    #: the driver, mssql_cdc.source.entra); never in a repr
+    access_token: str | None = field(default=None, repr=False, compare=False)

@@ -25,7 +25,8 @@ from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.arrow import cast_to, constant, lsn_text
 from mssql_cdc.source.client import CdcClient, is_permission_denied, permission_error
 from mssql_cdc.source.clock import ServerClock
-from mssql_cdc.source.headroom import headroom_hours
+from mssql_cdc.source.entra import with_task_token
+from mssql_cdc.source.headroom import WATERMARK, headroom_hours, watermark_headroom_hours
 from mssql_cdc.source.offsets import format_utc, parse_utc
 from mssql_cdc.source.partitions import ChangeRange
 from mssql_cdc.source.retention import Skip, data_loss_error, is_gone, record_skip
@@ -114,7 +115,7 @@ def read_changes(spec: ReadSpec, part: ChangeRange) -> Iterator[pa.RecordBatch]:
     PermissionError
         The login cannot read the change table; the message holds the GRANT.
     """
-    options = spec.options
+    options = with_task_token(spec.options, part.access_token)
     client = CdcClient(options)
     low, high = Lsn.parse(part.from_lsn), Lsn.parse(part.to_lsn)
     ci = part.capture_instance
@@ -203,17 +204,26 @@ def _write_metrics(
             metrics.end_lsn = part.end_lsn or part.to_lsn
             metrics.end_commit_ts = part.end_commit_ts or None
             oldest = client.first_commit_from(min_lsn)
-            if oldest is not None:
-                metrics.retention_watermark_ts = format_utc(clock.to_utc(oldest.local_time))
+            watermark = None if oldest is None else clock.to_utc(oldest.local_time)
+            if watermark is not None:
+                metrics.retention_watermark_ts = format_utc(watermark)
             newest = client.max_commit()
+            # SQL Server's clock, the clock of the commit times: the reader's own clock may be
+            # skewed (docs/monitoring.md, "Capture lag")
             now = client.server_utc()
             newest_utc = None if newest is None else clock.to_utc(newest.local_time)
             if newest_utc is not None:
                 metrics.source_max_commit_ts = format_utc(newest_utc)
                 metrics.capture_lag_seconds = max((now - newest_utc).total_seconds(), 0.0)
-            metrics.retention_headroom_hours = headroom_hours(
-                part.retention_minutes, now, parse_utc(part.end_commit_ts), newest_utc
-            )
+            end_commit = parse_utc(part.end_commit_ts)
+            if part.retention_minutes is not None:
+                metrics.retention_headroom_hours = headroom_hours(
+                    part.retention_minutes, now, end_commit, newest_utc
+                )
+            else:  # the login cannot read the cleanup job's retention
+                metrics.retention_headroom_hours = watermark_headroom_hours(end_commit, watermark)
+                if metrics.retention_headroom_hours is not None:
+                    metrics.headroom_from = WATERMARK
         metrics_dir(options.metrics_path).write_partition(metrics)
     except (SqlServerError, OSError, ValueError) as exc:
         log.warning(

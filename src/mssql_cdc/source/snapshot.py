@@ -32,6 +32,7 @@ from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.arrow import cast_to, constant, pylist
 from mssql_cdc.source.catalog import find_instance
 from mssql_cdc.source.client import CapturedColumn, CdcClient, is_permission_denied
+from mssql_cdc.source.entra import with_task_token
 from mssql_cdc.source.offsets import format_utc, parse_utc
 from mssql_cdc.source.partitions import Bound, SnapshotRange
 from mssql_cdc.source.positions import snapshot_lsn
@@ -294,6 +295,7 @@ def read_snapshot(
     SqlServerError
         For example 1222 when ``lockTimeoutMs`` passed while a writer held a lock.
     """
+    options = with_task_token(options, part.access_token)
     client = CdcClient(options, session_setup(options))
     try:
         sql = snapshot_query(

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal
 from functools import reduce
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mssql_cdc.options import parse_options, snapshot_read_options
 from mssql_cdc.sink import (
@@ -37,6 +37,7 @@ from mssql_cdc.sink import (
     table_ref,
 )
 from mssql_cdc.source import open_tallies, register
+from mssql_cdc.types import ResultMapping
 from mssql_cdc.validate.buckets import (
     Bucket,
     Grid,
@@ -71,8 +72,9 @@ _ZERO_LSN = "0x" + "0" * 20
 
 
 @dataclass(frozen=True)
-class ReconcileResult:
-    """What one ``reconcile()`` run found (the report table holds the same rows).
+class ReconcileResult(ResultMapping):
+    """What one ``reconcile()`` run found (the report table holds the same rows); also a
+    read-only mapping of these names (``result["mismatch"]``, ``dict(result)``).
 
     Attributes:
         run_id: UUID of the run (``run_id`` of its report rows).
@@ -90,6 +92,21 @@ class ReconcileResult:
         chunk_snapshot: the LSN of the chunked snapshot whose chunks were checked
             (``None``: no ``facts_table``, or bronze has no chunked snapshot).
     """
+
+    _KEYS: ClassVar[tuple[str, ...]] = (
+        "run_id",
+        "silver_version",
+        "silver_lsn",
+        "source_lsn",
+        "buckets",
+        "match",
+        "in_flight",
+        "mismatch",
+        "hashed",
+        "failures",
+        "report",
+        "chunk_snapshot",
+    )
 
     run_id: str
     silver_version: int
@@ -151,7 +168,7 @@ def reconcile(
         bronze: the bronze table silver is applied from.
         control_table: the control table holding silver's ``applied_lsn``.
         facts_table: the stream's facts table: with it, the newest chunked snapshot of bronze
-            is checked against bronze first (``CHUNK_*`` rows; ``pipeline.chunk_checks``).
+            is checked against bronze first (``CHUNK_*`` rows; ``validate.chunk_checks``).
         bucket_rows: source rows per bucket (>= 1).
         sample: fraction of matching buckets also compared row by row (0 to 1).
         report_table: a Delta table the report rows are appended to (created on first use).

@@ -412,7 +412,7 @@ class CdcState:
             if not rows:
                 continue
             width = len(rows[0])
-            columns = {f"c{i}": [row[i] for row in rows] for i in range(width)}
+            columns = {f"c{i}": _inferable([row[i] for row in rows]) for i in range(width)}
             staged = pa.table(columns)
             view = f"_captured_{uuid.uuid4().hex}"
             self.db.system.register(view, staged)
@@ -542,3 +542,12 @@ class CdcState:
         """Run the cleanup job now; returns the change rows deleted."""
 
         return run_cleanup_job(self, retention_minutes)
+
+
+def _inferable(values: list[object]) -> list[object]:
+    """A change column's values as Arrow infers them on every pyarrow the ranges allow: pyarrow
+    19 infers no type from ``uuid.UUID`` (later releases make it the ``arrow.uuid`` extension
+    type), so a uniqueidentifier column goes as text, which the INSERT casts back to UUID."""
+    if any(isinstance(v, uuid.UUID) for v in values):
+        return [str(v) if isinstance(v, uuid.UUID) else v for v in values]
+    return values

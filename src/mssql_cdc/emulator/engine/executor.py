@@ -557,12 +557,12 @@ class Executor:
                         specs.append((col.name, col.type, col.nullable, col.identity))
             st.set("expressions", expanded)
         sql = st.sql(dialect="duckdb", identify=True)
-        self.cursor.execute(sql)
-        desc = self.cursor.description or []
-        # rows stay Arrow, for the C row encoder (arrowrows.py); tuples only on demand. DuckDB
-        # 1.5 renamed fetch_arrow_table to to_arrow_table (the old name warns).
-        fetch = getattr(self.cursor, "to_arrow_table", None) or self.cursor.fetch_arrow_table
-        arrow = ArrowRows(fetch(), [str(d[1]) for d in desc])
+        # rows stay Arrow, for the C row encoder (arrowrows.py); tuples only on demand. A
+        # relation's to_arrow_table reads the rows once, on DuckDB 1.4 to 2.x alike (2.0 copies
+        # and warns when an execute() result is read as Arrow, and 1.4's has no to_arrow_table).
+        relation = self.cursor.sql(sql)
+        desc = relation.description or []
+        arrow = ArrowRows(relation.to_arrow_table(), [str(d[1]) for d in desc])
         rows: Sequence[tuple[object, ...]] = arrow
         patches = _surrogate_constants(st)
         if patches:

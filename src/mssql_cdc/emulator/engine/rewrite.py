@@ -171,6 +171,8 @@ class Rewriter:
         self.ctx = ctx
         #: tables of the statement being rewritten, by alias (see _note_tables)
         self.tables: dict[str, TableDef] = {}
+        #: derived tables (``(SELECT ...) AS x``) by alias: their select lists type ``x.col``
+        self.derived: dict[str, exp.Select] = {}
         self.functions: dict[str, Callable[[list[exp.Expression]], exp.Expression]] = {
             "SERVERPROPERTY": self._serverproperty,
             "CURRENT_TIMEZONE_ID": self._timezone_id,
@@ -230,6 +232,9 @@ class Rewriter:
                     found = view_table(table.db, table.name)
                 if found is not None:
                     self.tables.setdefault(table.alias_or_name.lower(), found)
+        for sub in statement.find_all(exp.Subquery):
+            if sub.alias and isinstance(sub.this, exp.Select):
+                self.derived.setdefault(sub.alias.lower(), sub.this)
 
     def _column_type(self, node: exp.Expression) -> SqlType | None:
         """The declared type of a column of a table the statement names."""
@@ -241,6 +246,13 @@ class Rewriter:
                 col = table.column(node.name)
                 if col is not None:
                     return col.type
+        select = self.derived.get(qualifier) if qualifier else None
+        if select is not None:  # a derived table's column: its select list's expression
+            for projection in select.expressions:
+                if projection.alias_or_name.lower() == node.name.lower():
+                    inner = projection.unalias()
+                    t = inner.meta.get("sqltype") or self._column_type(inner)
+                    return t if isinstance(t, SqlType) else None
         return None
 
     # --- per node ---

@@ -89,9 +89,10 @@ def stream_of(sink: str, generation: int) -> str:
 
 def stream_of_sink(sink: str) -> str:
     """The stream a facts row's ``app_id`` belongs to when its generation is not known: a
-    trailing ``.g<digits>`` removed (``orders.g2`` -> ``orders``), any other id as it is."""
+    trailing ``.g<digits>`` removed (``orders.g2`` -> ``orders``), any other id as it is: the
+    ``app_id`` that :func:`belongs` says ``sink`` is a generation of."""
     head, dot, tail = sink.rpartition(".g")
-    return head if dot and tail.isdigit() else sink
+    return head if dot and head and tail.isascii() and tail.isdigit() else sink
 
 
 def belongs(app_id: str, sink: str) -> bool:

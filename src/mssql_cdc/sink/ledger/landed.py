@@ -280,9 +280,12 @@ def newest_whole_snapshot(
 
 
 def snapshot_rows(spark: SparkSession, target: TableRef, lsn: str) -> tuple[int, Any]:
-    """Rows of the snapshot ``lsn`` in the target and their commit time."""
+    """Rows of the snapshot ``lsn`` in the target and their commit time (``0, None`` when the
+    target does not exist yet)."""
     from pyspark.sql import functions as sf
 
+    if not target.exists(spark):
+        return 0, None
     df = target.read(spark)
     row = (
         df.where((sf.col("_operation") == 0) & (_stamp(df) == lsn))

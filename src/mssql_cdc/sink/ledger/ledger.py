@@ -402,7 +402,8 @@ class Ledger(TargetLedger):
         return landed.newest_whole_snapshot(self.spark, self.target)
 
     def snapshot_rows(self, lsn: str) -> tuple[int, Any]:
-        """Rows of the snapshot ``lsn`` in bronze and their commit time."""
+        """Rows of the snapshot ``lsn`` in bronze and their commit time (``0, None`` before
+        bronze exists)."""
         return landed.snapshot_rows(self.spark, self.target, lsn)
 
     def snapshot_commit(self, kind: SnapshotKind, batch_id: int | None = None) -> SnapshotCommit:
