@@ -20,7 +20,9 @@ Driver", Microsoft Learn):
 =================================== ======================================================
 
 The token's scope is ``https://database.windows.net/.default`` (Azure SQL Database and Managed
-Instance). ``AZURE_AUTHORITY_HOST`` picks another cloud, as azure-identity documents.
+Instance). ``AZURE_AUTHORITY_HOST`` picks another cloud, as azure-identity documents; with it
+set, the credentials with a secret trust the host named without msal's instance discovery
+(:func:`_authority_kwargs`).
 
 Tokens are cached per process until :data:`REFRESH_MARGIN_S` before they expire, so each new
 connection of a stream that runs for days has a valid one (the credential is asked again
@@ -152,6 +154,20 @@ def _identity() -> Any:  # noqa: ANN401 (the azure.identity module)
         ) from None
 
 
+def _authority_kwargs() -> dict[str, Any]:
+    """What a credential that asks an authority (a secret's) gets besides the environment:
+    with ``AZURE_AUTHORITY_HOST`` set, ``disable_instance_discovery=True``. azure-identity
+    reads the host itself, but msal then checks a host it does not know (an air-gapped cloud's,
+    a private one's) with Microsoft's instance discovery at login.microsoftonline.com, which
+    such a cloud cannot reach; the operator who named the host vouches for it. Well-known
+    hosts (the sovereign clouds) are never discovered, so nothing changes for them."""
+    return {"disable_instance_discovery": True} if _authority_host() else {}
+
+
+def _authority_host() -> str:
+    return os.environ.get("AZURE_AUTHORITY_HOST", "").strip()
+
+
 def _credential(login: EntraLogin, secret: str | None) -> Any:  # noqa: ANN401 (a credential)
     identity = _identity()
     tenant = os.environ.get("AZURE_TENANT_ID") or None
@@ -162,12 +178,16 @@ def _credential(login: EntraLogin, secret: str | None) -> Any:  # noqa: ANN401 (
                 "PWD (its client secret, moved to the password option) and the tenant in the "
                 "AZURE_TENANT_ID environment variable where the stream is planned"
             )
-        return identity.ClientSecretCredential(tenant, login.uid, secret)
+        return identity.ClientSecretCredential(tenant, login.uid, secret, **_authority_kwargs())
     if login.method == "ActiveDirectoryPassword":
         if not login.uid or not secret:
             raise ValueError("Authentication=ActiveDirectoryPassword needs UID and PWD")
         return identity.UsernamePasswordCredential(
-            _DRIVER_CLIENT_ID, login.uid, secret, tenant_id=tenant or "organizations"
+            _DRIVER_CLIENT_ID,
+            login.uid,
+            secret,
+            tenant_id=tenant or "organizations",
+            **_authority_kwargs(),
         )
     if login.method in ("ActiveDirectoryMsi", "ActiveDirectoryManagedIdentity"):
         return identity.ManagedIdentityCredential(client_id=login.uid)
@@ -188,7 +208,8 @@ _clock: Callable[[], float] = time.time  # tests replace it
 
 def _key(login: EntraLogin, secret: str | None) -> str:
     digest = hashlib.sha256((secret or "").encode()).hexdigest()
-    return f"{login.method}|{login.uid or ''}|{os.environ.get('AZURE_TENANT_ID', '')}|{digest}"
+    tenant = os.environ.get("AZURE_TENANT_ID", "")
+    return f"{login.method}|{login.uid or ''}|{tenant}|{_authority_host()}|{digest}"
 
 
 def _refused(login: EntraLogin, exc: Exception, secret: str | None) -> LoginError:
