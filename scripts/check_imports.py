@@ -12,6 +12,10 @@ imports nothing, so it runs without the package's dependencies.
   ``EMULATOR_MAY_IMPORT``; the product imports the emulator only inside functions (the CLI demo).
 * Inside the emulator, a module imports only its own layer or lower ones (``EMULATOR_LAYERS``);
   typing-only imports are exempt, they never run.
+* Packages by feature: the adapters (``ADAPTERS``: the SQL Server side and the Delta side with
+  its ledger) import no feature package; a feature (``FEATURES``) imports the adapters and the
+  shared leaves, never another feature; the command line drives the features and may import
+  them all.
 """
 
 from __future__ import annotations
@@ -31,6 +35,12 @@ EMULATOR_LAYERS = ("protocol", "core", "cdc", "engine", "server")
 #: product modules the emulator may use: leaves that load nothing else of the product
 EMULATOR_MAY_IMPORT = ("mssql_cdc._native", "mssql_cdc._timezones", "mssql_cdc.errors")
 FACADES = (PACKAGE, EMULATOR)
+#: the adapters, below every feature
+ADAPTERS = ("source", "sink")
+#: the feature packages: each stands on the adapters alone
+FEATURES = ("pipeline", "silver", "validate")
+#: the package that drives the features (it may import each of them)
+DRIVERS = ("cli",)
 #: cycles known and owned elsewhere, reported but not failing; each names who removes it
 KNOWN_CYCLES: set[tuple[str, ...]] = set()
 
@@ -171,12 +181,33 @@ def _in_emulator(module: str) -> bool:
     return module == EMULATOR or module.startswith(EMULATOR + ".")
 
 
+def _package(module: str) -> str:
+    """The first-level package of ``module`` (``mssql_cdc.sink.ledger.ids`` -> ``sink``)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def feature_violation(source: str, target: str) -> str | None:
+    """Why ``source`` may not import ``target`` under the packages-by-feature rule, or ``None``."""
+    mine, theirs = _package(source), _package(target)
+    if mine == theirs or theirs not in FEATURES:
+        return None
+    if mine in ADAPTERS:
+        return f"an adapter ({', '.join(ADAPTERS)}) imports no feature"
+    if mine in FEATURES:
+        return f"a feature ({', '.join(FEATURES)}) imports no other feature"
+    return None
+
+
 def violations(found: list[Import]) -> list[str]:
     problems: list[str] = []
     for imp in found:
         where = f"{imp.source} (line {imp.line}) imports {imp.target}"
         if imp.typing_only:
             continue
+        layering = feature_violation(imp.source, imp.target)
+        if layering is not None:
+            problems.append(f"{where}: {layering}")
         if imp.source in FACADES and imp.module_level:
             problems.append(f"{where} at module level: a facade resolves its names lazily")
         if _in_emulator(imp.source) and not _in_emulator(imp.target):
@@ -218,7 +249,8 @@ def main() -> int:
     besides = " besides KNOWN_CYCLES" if found_cycles else ""
     print(
         f"check_imports: {len(modules)} modules, {count} imports within {PACKAGE}: no cycle"
-        f"{besides}, emulator layers {' < '.join(EMULATOR_LAYERS)} < top level"
+        f"{besides}, emulator layers {' < '.join(EMULATOR_LAYERS)} < top level, features "
+        f"{', '.join(FEATURES)} over the adapters {', '.join(ADAPTERS)}"
     )
     return 0
 

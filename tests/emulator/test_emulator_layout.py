@@ -76,3 +76,13 @@ def test_the_import_check_finds_a_cycle_and_an_upward_import(tmp_path, monkeypat
 def test_the_package_passes_the_import_check(capsys):
     assert check_imports.main() == 0
     assert "no cycle" in capsys.readouterr().out
+
+
+def test_the_import_check_keeps_features_over_the_adapters():
+    rule = check_imports.feature_violation
+    assert rule("mssql_cdc.validate.reconcile", "mssql_cdc.sink.ledger.ledger") is None
+    assert rule("mssql_cdc.cli.status", "mssql_cdc.pipeline.cdc_stream") is None
+    assert rule("mssql_cdc.pipeline.backfill", "mssql_cdc.pipeline.chunked") is None
+    assert "no feature" in rule("mssql_cdc.sink.delta", "mssql_cdc.pipeline.start")
+    assert "no other feature" in rule("mssql_cdc.validate.reconcile", "mssql_cdc.silver.table")
+    assert "no other feature" in rule("mssql_cdc.silver.apply", "mssql_cdc.validate.buckets")
