@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mssql_cdc.sink import (
     ensure_control_table,
+    is_conflict,
     merge_verdict,
     parse_utc,
     read_verdict,
@@ -73,16 +74,6 @@ RETRY_SECONDS = 60.0
 #: at most one WARNING per this many seconds while the tracker keeps failing
 _WARN_EVERY_SECONDS = 600.0
 
-_CONFLICTS = (
-    "ConcurrentAppendException",
-    "ConcurrentDeleteReadException",
-    "ConcurrentDeleteDeleteException",
-    "ConcurrentTransactionException",
-    "ConcurrentWriteException",
-    "MetadataChangedException",
-    "ProtocolChangedException",
-    "DeltaConcurrentModificationException",
-)
 
 _sleep = time.sleep  # tests replace it
 _monotonic = time.monotonic
@@ -197,12 +188,6 @@ def end_offset_from_progress(progress: object, *, source_index: int = 0) -> dict
     return {"lsn": str(end["lsn"]), "commit_ts": str(end["commit_ts"])}
 
 
-def _is_conflict(exc: BaseException) -> bool:
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    text = str(exc)
-    return any(name in names or name in text for name in _CONFLICTS)
-
-
 def finalized_until(spark: SparkSession, control_table: str, table_name: str) -> datetime | None:
     """The verdict of ``table_name`` (naive UTC), or ``None`` before the first one (or when
     the control table does not exist)."""
@@ -313,7 +298,7 @@ def retry_conflicts(action: Callable[[], T], what: str) -> T:
         try:
             return action()
         except Exception as exc:
-            if not _is_conflict(exc) or _monotonic() + delay > deadline:
+            if not is_conflict(exc) or _monotonic() + delay > deadline:
                 raise
             log.info("%s: MERGE lost a concurrent commit; retrying in %.2fs", what, delay)
             _sleep(delay)

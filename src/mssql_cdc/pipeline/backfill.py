@@ -28,6 +28,11 @@ Runs on the driver, in the calling Python process (it must reach SQL Server). On
    ``pipeline.recovery``; its rows carry ``<app_id>.g<n>``) the generation's ``resnapshot``
    row (ADR 0163).
 
+Two calls on one snapshot at once follow each other: a wave another run landed first (the
+ledger's check before the append, :class:`~mssql_cdc.sink.WaveOvertakenError`) or committed at
+the same moment (a Delta conflict) is not written again; the call re-reads the facts and goes on
+after it (docs/bootstrap.md, "Overlapping runs").
+
 The headroom pause reads the newest micro-batch row of the snapshot's generation; a NULL
 headroom there is unknown, not short: no pause, one WARNING (ADR 0164).
 
@@ -46,7 +51,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from mssql_cdc.pipeline.reader import TableReader
-from mssql_cdc.sink import ChunkedSnapshot, ChunkFact, ChunkLanded, SnapshotPlanned, utc_now
+from mssql_cdc.sink import (
+    ChunkedSnapshot,
+    ChunkFact,
+    ChunkLanded,
+    SnapshotPlanned,
+    WaveOvertakenError,
+    is_conflict,
+    utc_now,
+)
 from mssql_cdc.types import BackfillState, BackfillStatus
 
 if TYPE_CHECKING:
@@ -535,8 +548,92 @@ def backfill(reader: TableReader, ledger: Ledger, args: BackfillArgs) -> Backfil
             return _status(snap, plan, chunks, state, waves=waves, reason=reason)
         first = max(chunks, default=-1) + 1
         numbers = list(range(first, min(first + _wave_size(run, chunks), planned)))
+        landed, snap, chunks = _wave(run, snap, plan, chunks, numbers)
+        waves += landed
+    if not snap.complete:  # another run may have closed it while this one followed
+        snap, chunks = _finish(run, snap, plan, chunks)
+    return _status(snap, plan, chunks, "done", waves=waves)
+
+
+def _wave(
+    run: _Run,
+    snap: ChunkedSnapshot,
+    plan: dict[str, Any],
+    chunks: dict[int, ChunkFact],
+    numbers: list[int],
+) -> tuple[bool, ChunkedSnapshot, dict[int, ChunkFact]]:
+    """Reads and lands the wave ``numbers``: ``(True, snap, chunks)`` with its facts added, or,
+    when another run committed those chunks first, ``(False, ...)`` as the facts now are."""
+    try:
         for fact in _read_wave(run, snap, plan, numbers):
             chunks[fact.chunk] = fact
-        waves += 1
-    _close(run, snap, chunks)
-    return _status(snap, plan, chunks, "done", waves=waves)
+    except Exception as exc:
+        if not isinstance(exc, WaveOvertakenError) and not is_conflict(exc):
+            raise
+        return (False, *_follow(run, snap, plan, numbers, exc))
+    return True, snap, chunks
+
+
+def _finish(
+    run: _Run, snap: ChunkedSnapshot, plan: dict[str, Any], chunks: dict[int, ChunkFact]
+) -> tuple[ChunkedSnapshot, dict[int, ChunkFact]]:
+    """Writes the completion row; a conflict with another run that wrote it is success."""
+    try:
+        _close(run, snap, chunks)
+    except Exception as exc:
+        if not is_conflict(exc):
+            raise
+        snap, chunks = _follow(run, snap, plan, [len(plan["chunks"]) - 1], exc)
+        if not snap.complete:
+            raise
+    return snap, chunks
+
+
+#: how many times in a row :func:`_follow` re-reads while the other run keeps committing
+_FOLLOW_ATTEMPTS = 20
+
+
+def _follow(
+    run: _Run, snap: ChunkedSnapshot, plan: dict[str, Any], numbers: list[int], why: Exception
+) -> tuple[ChunkedSnapshot, dict[int, ChunkFact]]:
+    """What landed, re-read after another ``backfill()`` run of the same snapshot committed the
+    chunks ``numbers`` this run was about to write (``why``: the ledger found them in bronze,
+    or Delta reported a concurrent commit). Nothing of this run's commit landed; the other
+    run's rows and facts rows stand, and chunks in bronze without facts rows are recorded
+    (:func:`_repair`). Returns the snapshot and its chunks as the facts table now has them.
+
+    Raises:
+        ValueError: the stream's chunked snapshot is no longer the one this run was reading.
+        RuntimeError: it kept changing for :data:`_FOLLOW_ATTEMPTS` reads.
+    """
+    log.info(
+        "%s: another backfill() run of the snapshot at %s committed chunks from %d while this "
+        "one was about to (%s); its rows stand, this run goes on after them",
+        run.sink_id,
+        snap.snapshot_lsn,
+        numbers[0],
+        type(why).__name__,
+    )
+    for _ in range(_FOLLOW_ATTEMPTS):
+        fresh = run.ledger.chunked()
+        if fresh is None or fresh.snapshot_lsn != snap.snapshot_lsn:
+            raise ValueError(
+                f"{run.sink_id}: the chunked snapshot at {snap.snapshot_lsn} of "
+                f"{run.target.text} is no longer the stream's open one (another run closed it "
+                "and a new one opened): call backfill() again"
+            ) from why
+        chunks = dict(fresh.chunks)
+        if fresh.complete:
+            return fresh, chunks
+        try:
+            _repair(run, fresh, plan, chunks)
+        except Exception as exc:
+            if not is_conflict(exc):
+                raise
+            continue  # the other run recorded those chunks meanwhile: read again
+        return fresh, chunks
+    raise RuntimeError(
+        f"{run.sink_id}: the snapshot at {snap.snapshot_lsn} kept changing under this "
+        f"backfill() run ({_FOLLOW_ATTEMPTS} reads): another run is committing to it; call "
+        "backfill() again when that run is done"
+    ) from why

@@ -16,6 +16,7 @@ written. See docs/sink.md.
 from __future__ import annotations
 
 from mssql_cdc.sink.bronze import change_history, snapshot_rows_condition
+from mssql_cdc.sink.conflicts import is_conflict
 from mssql_cdc.sink.control import (
     SilverPosition,
     ensure_control_table,
@@ -55,6 +56,7 @@ from mssql_cdc.sink.ledger import (
     SnapshotEvents,
     SnapshotOpen,
     TargetLedger,
+    WaveOvertakenError,
     sink_arguments,
     stream_of_sink,
 )
@@ -100,6 +102,7 @@ __all__ = [
     "TableRef",
     "TargetLedger",
     "WarmState",
+    "WaveOvertakenError",
     "append_report",
     "bronze_change_keys",
     "bronze_position",
@@ -109,6 +112,7 @@ __all__ = [
     "ensure_control_table",
     "ensure_facts_table",
     "facts_history",
+    "is_conflict",
     "merge_silver_position",
     "merge_verdict",
     "missing_facts_columns",

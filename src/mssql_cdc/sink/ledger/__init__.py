@@ -25,6 +25,7 @@ from mssql_cdc.sink.ledger.ledger import (
     SnapshotCommit,
     SnapshotKind,
     TargetLedger,
+    WaveOvertakenError,
 )
 from mssql_cdc.sink.ledger.rewind import Recorded, Verdict
 from mssql_cdc.sink.ledger.snapshot_events import (
@@ -54,6 +55,7 @@ __all__ = [
     "SnapshotOpen",
     "TargetLedger",
     "Verdict",
+    "WaveOvertakenError",
     "sink_arguments",
     "stream_of_sink",
 ]

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from mssql_cdc.sink.bronze import with_sink_columns
+from mssql_cdc.sink.conflicts import is_conflict
 from mssql_cdc.sink.facts import (
     BatchCounts,
     Bootstrapped,
@@ -60,6 +61,7 @@ __all__ = [
     "SnapshotCommit",
     "SnapshotKind",
     "TargetLedger",
+    "WaveOvertakenError",
     "commit_hook",
 ]
 
@@ -91,6 +93,21 @@ def _commit(kind: CommitKind, txn: Txn | None, write: Callable[[], None]) -> Non
     write()
     if commit_hook is not None:
         commit_hook(kind, "after", txn)
+
+
+class WaveOvertakenError(Exception):
+    """A wave of a chunked snapshot was not appended: bronze already holds chunks from its
+    first one on, landed by another ``backfill()`` run of the same snapshot since this run last
+    looked. Nothing was written; re-read what landed and go on after it."""
+
+    def __init__(self, snapshot_lsn: str, first: int, landed: int) -> None:
+        super().__init__(
+            f"chunks from {first} of the snapshot at {snapshot_lsn} are already in bronze "
+            f"(through chunk {landed})"
+        )
+        self.snapshot_lsn = snapshot_lsn
+        self.first = first
+        self.landed = landed
 
 
 #: what a whole snapshot is for
@@ -524,20 +541,32 @@ class Ledger(TargetLedger):
     def plan(self, snap: ChunkedSnapshot, planned: SnapshotPlanned) -> dict[str, Any] | None:
         """Appends the ``snapshot_plan`` row of ``snap`` once (``<sink>#snapplan.<S>``,
         version 0) and reads the plan back: the recorded one (an earlier call's, if Delta
-        skipped this one), or ``None`` when it does not read back."""
+        skipped this one, or a concurrent call's, if it won the commit), or ``None`` when it
+        does not read back."""
         lsn = snap.snapshot_lsn
         txn = ids.chunk_plan(snap.app_id, lsn)
         meta = metadata.snapshot_fact(snap.app_id, "snapshot_plan", lsn)
         table = self.tables.facts_table
-        _commit(
-            "chunk_plan",
-            txn,
-            lambda: table.append(
-                [planned], app_id=snap.app_id, target=self.target.text, txn=txn, metadata=meta
-            ),
-        )
+        try:
+            _commit(
+                "chunk_plan",
+                txn,
+                lambda: table.append(
+                    [planned], app_id=snap.app_id, target=self.target.text, txn=txn, metadata=meta
+                ),
+            )
+        except Exception as exc:
+            if not is_conflict(exc):
+                raise
+            lost: Exception | None = exc  # another call planned at the same moment
+        else:
+            lost = None
         again = chunked_snapshot(self.spark, self._facts(), snap.app_id, self.target)
-        return None if again is None else again.plan
+        if again is None or again.plan is None:
+            if lost is not None:
+                raise lost
+            return None
+        return again.plan
 
     def chunks_appended(self, snap: ChunkedSnapshot) -> int:
         """The last chunk number of ``snap`` bronze holds (``-1``: none): the version of its
@@ -560,7 +589,18 @@ class Ledger(TargetLedger):
         txn = ids.chunk_wave(snap.app_id, lsn, chunks[-1])
         meta = metadata.chunk_wave(snap.app_id, lsn, capture_instance, chunks)
         bronze = self.tables.bronze
-        _commit("chunk_wave", txn, lambda: bronze.append(out, txn, meta))
+
+        def write() -> None:
+            # Delta skips this append only when bronze holds the whole wave; another run that
+            # landed a shorter wave from the same first chunk would leave its chunks twice.
+            # Asked as late as possible: a commit after this check, before the append's
+            # transaction starts, is the one window left (docs/bootstrap.md)
+            landed_through = self.chunks_appended(snap)
+            if landed_through >= chunks[0]:
+                raise WaveOvertakenError(lsn, chunks[0], landed_through)
+            bronze.append(out, txn, meta)
+
+        _commit("chunk_wave", txn, write)
 
     def record_chunks(self, snap: ChunkedSnapshot, landed_chunks: Sequence[ChunkLanded]) -> None:
         """Appends the ``snapshot_chunk`` rows of a wave in one commit, under the transaction
