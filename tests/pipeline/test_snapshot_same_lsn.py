@@ -28,3 +28,18 @@ def test_a_resnapshot_at_an_unchanged_lsn_leaves_each_key_once_in_its_snapshot(
     for lsn in (second["lsn"], newest_snapshot(spark, bronze)["lsn"]):
         rows = df.where(f"_snapshot = '{lsn}'").collect()
         assert sorted(r["id"] for r in rows) == [1, 2, 3], lsn
+
+
+def test_a_snapshot_without_app_id_of_an_empty_table_is_found_again(spark, source, tmp_path):
+    """A snapshot without an app_id is committed under ``mssql_cdc#snapshot``; a second call is
+    to find that commit and read nothing. It was looked for under an id nothing writes, so with
+    no row to find it by, every call took another snapshot at a newer LSN."""
+    bronze = str(tmp_path / "bronze")
+    cdc = stream(spark, source.options())
+    first = cdc.snapshot(bronze)
+    source.sql("INSERT INTO dbo.other VALUES (1, N'later')")
+    source.scan()
+    again = cdc.snapshot(bronze)
+    assert again["lsn"] == first["lsn"]
+    versions = spark.sql(f"DESCRIBE HISTORY delta.`{bronze}`").where("operation = 'WRITE'")
+    assert versions.count() == 1

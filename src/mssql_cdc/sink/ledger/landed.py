@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mssql_cdc.sink.ledger import ids
 from mssql_cdc.sink.tables import TableRef, same_table, table_ref
 from mssql_cdc.sink.txn_ids import recorded_txn_version
 
@@ -217,15 +216,16 @@ def _from_history(spark: SparkSession, target: TableRef, app_id: str) -> str | N
 def find_snapshot(
     spark: SparkSession,
     target: TableRef,
-    app_id: str,
+    owner: tuple[str, str],
     instances: Callable[[], Sequence[str]],
     usable: Callable[[str], bool] | None = None,
 ) -> tuple[str | None, bool]:
     """The LSN of a snapshot already in bronze, and whether it was found there (``True``) or
     not at all (``None, False``).
 
-    In order: this app_id's snapshot commit (``<app_id>#events``; its LSN from the rows, else
-    from the commit's ``userMetadata``), else the newest operation-0 rows of any of
+    ``owner``: who the snapshot is recorded for and the ``txnAppId`` of its commit
+    (``ids.owner`` and ``ids.owned_id``). In order: the owner's snapshot commit (its LSN from
+    the rows, else from the commit's ``userMetadata``), else the newest operation-0 rows of any of
     ``instances()`` (called only when bronze holds operation-0 rows), when ``usable`` (if
     given) accepts its LSN: a snapshot another stream took is no start for this one once the
     changes after it are purged.
@@ -234,7 +234,8 @@ def find_snapshot(
 
     if not target.exists(spark):
         return None, False
-    own = txn_version(spark, target, ids.events_id(app_id))
+    app_id, txn_app_id = owner
+    own = txn_version(spark, target, txn_app_id)
     if own >= 0:
         found = _max_snapshot(target.read(spark)) or _from_history(spark, target, app_id)
         if found is not None:

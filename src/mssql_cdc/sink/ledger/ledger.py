@@ -410,7 +410,7 @@ class Ledger(TargetLedger):
         ``mssql_cdc#snapshot``): its LSN and whether one was found (``landed.find_snapshot``:
         the owner's snapshot commit, else the newest operation-0 rows of ``instances()`` that
         ``usable`` accepts)."""
-        owner = ids.owner(self.app_id)
+        owner = (ids.owner(self.app_id), ids.owned_id(self.app_id))
         return landed.find_snapshot(self.spark, self.target, owner, instances, usable)
 
     def whole_snapshot(self) -> tuple[str, Any] | None:
