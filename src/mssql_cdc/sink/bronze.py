@@ -6,7 +6,8 @@ columns, the source's metadata columns and the three columns the sink adds
 (``schemas.BRONZE``: ``_batch_id``, ``_snapshot``, ``_chunk``). Every commit to it goes
 through :meth:`BronzeTable.append` with the transaction and ``userMetadata`` the ledger
 (``sink.ledger``) picked: a micro-batch, a whole snapshot, a chunk wave. What bronze records is
-read back by the ledger (``ledger.landed``); :func:`change_history` is ``mssql-cdc verify``'s.
+read back by the ledger (``ledger.landed``); :func:`change_history` serves the demo's end check
+(``cli/verify.py``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 (docs/reference/bronze-schema.md).
 
 Types are kept as Spark DDL type names (``INT``, ``DECIMAL(19,4)``, ``TIMESTAMP_NTZ``) so this
-module needs no Spark; :mod:`mssql_cdc.source.sparktypes` turns them into a ``StructType``.
+module needs no Spark; ``mssql_cdc.source.datasource.to_struct`` turns them into a ``StructType``.
 The type map is docs/reference/bronze-schema.md#type-map: ``sql_variant`` and ``hierarchyid`` are
 STRING and ``geography``/``geometry`` (and other CLR types) as BINARY (WKB for the spatial types).
 """

@@ -11,8 +11,9 @@ one writer of bronze or of the facts table; its read methods ask ``landed``,
 never names a transaction. Building either reads nothing.
 
 Every commit calls :data:`commit_hook` (when set) just before it starts and just after it
-landed, with its kind (:data:`CommitKind`) and transaction: the crash tests and the fault
-harness stop a process at an exact commit point through it.
+landed, with its kind (:data:`CommitKind`) and transaction: the backfill and re-snapshot crash
+tests stop a process at an exact commit point through it, and the overlapping-backfill tests
+meet there.
 """
 
 from __future__ import annotations
