@@ -17,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from mssql_cdc._native import Lsn
+from mssql_cdc.emulator.core.duck import one_row
 from mssql_cdc.emulator.core.errors import SqlError
 from mssql_cdc.emulator.protocol.temporal import datetime_text, parse_temporal
 
@@ -32,11 +33,14 @@ MAX_RETENTION = 52_494_800
 
 def _adjust(state: CdcState, lsn: bytes) -> bytes | None:
     """The smallest mapping LSN sharing the commit time of the entry ``lsn`` (or ``None``)."""
-    row = state.db.system.execute(
-        'SELECT min(m2.start_lsn) FROM cdc."lsn_time_mapping" m1 JOIN cdc."lsn_time_mapping" m2 '
-        "ON m1.tran_end_time = m2.tran_end_time WHERE m1.start_lsn = ?",
-        [lsn],
-    ).fetchone()
+    row = one_row(
+        state.db.system.execute(
+            'SELECT min(m2.start_lsn) FROM cdc."lsn_time_mapping" m1 '
+            'JOIN cdc."lsn_time_mapping" m2 ON m1.tran_end_time = m2.tran_end_time '
+            "WHERE m1.start_lsn = ?",
+            [lsn],
+        )
+    )
     return None if row is None or row[0] is None else bytes(row[0])
 
 
@@ -45,11 +49,13 @@ def _delete_below(state: CdcState, instance: CaptureInstance, threshold: int) ->
     low = bytes(instance.start_lsn)
     deleted = 0
     while True:
-        row = cur.execute(
-            f'DELETE FROM cdc."{instance.change_table}" WHERE rowid IN (SELECT rowid FROM '
-            f'cdc."{instance.change_table}" WHERE "__$start_lsn" < ? LIMIT {int(threshold)})',
-            [low],
-        ).fetchone()
+        row = one_row(
+            cur.execute(
+                f'DELETE FROM cdc."{instance.change_table}" WHERE rowid IN (SELECT rowid FROM '
+                f'cdc."{instance.change_table}" WHERE "__$start_lsn" < ? LIMIT {int(threshold)})',
+                [low],
+            )
+        )
         count = int(row[0]) if row else 0
         deleted += count
         if count < threshold:
@@ -70,18 +76,20 @@ def run_cleanup_job(state: CdcState, retention_minutes: int | None = None) -> in
         return 0
     minutes = state.retention_minutes if retention_minutes is None else retention_minutes
     cur = state.db.system
-    row = cur.execute('SELECT max(tran_end_time) FROM cdc."lsn_time_mapping"').fetchone()
+    row = one_row(cur.execute('SELECT max(tran_end_time) FROM cdc."lsn_time_mapping"'))
     if row is None or row[0] is None:
         return 0
 
     newest = parse_temporal(str(row[0])).to_python()
     assert isinstance(newest, dt.datetime)
     threshold = datetime_text(newest - dt.timedelta(minutes=minutes))
-    found = cur.execute(
-        'SELECT start_lsn FROM cdc."lsn_time_mapping" WHERE tran_end_time <= ? '
-        "ORDER BY tran_end_time DESC, start_lsn ASC LIMIT 1",
-        [threshold],
-    ).fetchone()
+    found = one_row(
+        cur.execute(
+            'SELECT start_lsn FROM cdc."lsn_time_mapping" WHERE tran_end_time <= ? '
+            "ORDER BY tran_end_time DESC, start_lsn ASC LIMIT 1",
+            [threshold],
+        )
+    )
     if found is None:
         return 0
     watermark = _adjust(state, bytes(found[0])) or bytes(found[0])

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from mssql_cdc.emulator.core.catalog import ColumnDef, TableDef
+from mssql_cdc.emulator.core.duck import one_row
 from mssql_cdc.emulator.core.errors import SqlError, cdc_range
 from mssql_cdc.emulator.core.literals import typed_literal
 from mssql_cdc.emulator.core.security import permission_denied
@@ -67,11 +68,13 @@ def map_time_to_lsn(db: Database, operator: object, when: object) -> bytes | Non
     moment = parse_temporal(when if isinstance(when, (str, dt.datetime)) else str(when))
     text = datetime_text(moment.to_python())
     compare, aggregate = _OPERATORS[operator.strip().lower()]
-    row = db.system.execute(
-        f'SELECT {aggregate}(start_lsn) FROM cdc."lsn_time_mapping" '
-        f"WHERE tran_end_time {compare} ?",
-        [text],
-    ).fetchone()
+    row = one_row(
+        db.system.execute(
+            f'SELECT {aggregate}(start_lsn) FROM cdc."lsn_time_mapping" '
+            f"WHERE tran_end_time {compare} ?",
+            [text],
+        )
+    )
     return None if row is None or row[0] is None else bytes(row[0])
 
 

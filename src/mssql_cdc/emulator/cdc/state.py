@@ -29,6 +29,7 @@ import pyarrow as pa
 from mssql_cdc._native import Lsn
 from mssql_cdc.emulator.cdc.cleanup import run_cleanup_job
 from mssql_cdc.emulator.core.catalog import ColumnDef, TableDef
+from mssql_cdc.emulator.core.duck import one_row
 from mssql_cdc.emulator.core.errors import SqlError, cdc_range
 from mssql_cdc.emulator.core.log import LoggedChange, LoggedTransaction
 from mssql_cdc.emulator.protocol.temporal import datetime_text
@@ -513,17 +514,19 @@ class CdcState:
     def max_lsn(self) -> bytes | None:
         if not self.enabled:
             return None
-        row = self.db.system.execute('SELECT max(start_lsn) FROM cdc."lsn_time_mapping"').fetchone()
+        row = one_row(self.db.system.execute('SELECT max(start_lsn) FROM cdc."lsn_time_mapping"'))
         return None if row is None or row[0] is None else bytes(row[0])
 
     def map_lsn_to_time(self, lsn: bytes | None) -> str | None:
         if lsn is None or not self.enabled:
             return None
-        row = self.db.system.execute(
-            'SELECT tran_end_time FROM cdc."lsn_time_mapping" WHERE start_lsn = ? '
-            "ORDER BY tran_end_time DESC LIMIT 1",
-            [lsn],
-        ).fetchone()
+        row = one_row(
+            self.db.system.execute(
+                'SELECT tran_end_time FROM cdc."lsn_time_mapping" WHERE start_lsn = ? '
+                "ORDER BY tran_end_time DESC LIMIT 1",
+                [lsn],
+            )
+        )
         return None if row is None else str(row[0])
 
     def check_range(

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from mssql_cdc.emulator.core.catalog import ColumnDef, TableDef
+from mssql_cdc.emulator.core.duck import one_row
 from mssql_cdc.emulator.core.errors import SqlError, invalid_column, invalid_object, unsupported
 from mssql_cdc.emulator.core.log import DdlEvent
 from mssql_cdc.emulator.core.results import StatementResult
@@ -136,11 +137,13 @@ def create_schema(ex: Executor, st: exp.Create) -> StatementResult:
     name = (target.db or target.name) if isinstance(target, exp.Table) else ""
     if not name:
         raise unsupported("CREATE SCHEMA without a name")
-    existing = ex.db.system.execute(
-        "SELECT 1 FROM duckdb_schemas() WHERE database_name = current_database() "
-        "AND lower(schema_name) = lower(?)",
-        [name],
-    ).fetchone()
+    existing = one_row(
+        ex.db.system.execute(
+            "SELECT 1 FROM duckdb_schemas() WHERE database_name = current_database() "
+            "AND lower(schema_name) = lower(?)",
+            [name],
+        )
+    )
     if existing is not None:
         raise SqlError(2714, f"There is already an object named '{name}' in the database.")
     ex.db.system.execute(f"CREATE SCHEMA {_ident(name)}")

@@ -20,6 +20,7 @@ import sqlglot
 from sqlglot import exp
 
 from mssql_cdc.emulator.core.catalog import ColumnDef, TableDef
+from mssql_cdc.emulator.core.duck import one_row
 from mssql_cdc.emulator.core.errors import (
     SqlError,
     computed_column,
@@ -671,7 +672,7 @@ class Executor:
             self.db.log.commit(tran, self.db.clock.local_naive())
 
     def _count(self) -> int:
-        row = self.cursor.fetchone()
+        row = one_row(self.cursor)
         return as_int(row[0]) if row else 0
 
     def _insert(self, st: exp.Insert) -> StatementResult:

@@ -26,6 +26,7 @@ from sqlglot import exp
 
 from mssql_cdc._native import Lsn
 from mssql_cdc.emulator.cdc.functions import change_function, map_time_to_lsn
+from mssql_cdc.emulator.core.duck import one_row
 from mssql_cdc.emulator.core.errors import SqlError, unsupported
 from mssql_cdc.emulator.core.literals import (
     constant,
@@ -1047,7 +1048,7 @@ class Rewriter:
         if not ok and inner.find(exp.Column) is None:
             # a constant expression the engine folds (CAST(CAST(1 AS int) AS sql_variant))
             with self.ctx.db.engine.cursor() as cursor:
-                row = cursor.execute("SELECT " + inner.sql(dialect="duckdb")).fetchone()
+                row = one_row(cursor.execute("SELECT " + inner.sql(dialect="duckdb")))
             ok, value = True, row[0] if row else None
         if not ok:
             raise unsupported("CAST of a non-constant expression to sql_variant")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from mssql_cdc.emulator.core.duck import one_row
 from mssql_cdc.emulator.core.errors import SqlError
 from mssql_cdc.emulator.core.results import StatementResult, result_set
 from mssql_cdc.emulator.engine.metadata import Metadata
@@ -77,7 +78,7 @@ def _usage(ex: Executor, table: TableDef) -> tuple[int, int, int, int, int]:
     )
     name = f'"{table.schema}"."{table.name}"'
     found = ex.cursor.execute(f"SELECT COUNT(*), COALESCE(SUM({row_bytes}), 0) FROM {name}")
-    row = found.fetchone()
+    row = one_row(found)
     rows, total = (int(row[0]), int(row[1])) if row else (0, 0)
     data_pages = math.ceil(total / _PAGE_BYTES)
     index_pages = 1 if table.primary_key and rows else 0
