@@ -39,8 +39,6 @@ FACADES = (PACKAGE, EMULATOR)
 ADAPTERS = ("source", "sink")
 #: the feature packages: each stands on the adapters alone
 FEATURES = ("pipeline", "silver", "validate")
-#: the package that drives the features (it may import each of them)
-DRIVERS = ("cli",)
 #: cycles known and owned elsewhere, reported but not failing; each names who removes it
 KNOWN_CYCLES: set[tuple[str, ...]] = set()
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from mssql_cdc.sink.ledger import ids
 from mssql_cdc.sink.tables import TableRef, same_table, table_ref
 from mssql_cdc.sink.txn_ids import recorded_txn_version
 
@@ -216,28 +217,27 @@ def _from_history(spark: SparkSession, target: TableRef, app_id: str) -> str | N
 def find_snapshot(
     spark: SparkSession,
     target: TableRef,
-    owner: tuple[str, str],
+    app_id: str | None,
     instances: Callable[[], Sequence[str]],
     usable: Callable[[str], bool] | None = None,
 ) -> tuple[str | None, bool]:
     """The LSN of a snapshot already in bronze, and whether it was found there (``True``) or
     not at all (``None, False``).
 
-    ``owner``: who the snapshot is recorded for and the ``txnAppId`` of its commit
-    (``ids.owner`` and ``ids.owned_id``). In order: the owner's snapshot commit (its LSN from
-    the rows, else from the commit's ``userMetadata``), else the newest operation-0 rows of any of
-    ``instances()`` (called only when bronze holds operation-0 rows), when ``usable`` (if
-    given) accepts its LSN: a snapshot another stream took is no start for this one once the
-    changes after it are purged.
+    ``app_id``: the stream's, or ``None`` for a snapshot taken without one. In order: the
+    snapshot commit of its owner (``ids.owned_id``; its LSN from the rows, else from the
+    commit's ``userMetadata``, whose ``app_id`` is ``ids.owner``), else the newest
+    operation-0 rows of any of ``instances()`` (called only when bronze holds operation-0
+    rows), when ``usable`` (if given) accepts its LSN: a snapshot another stream took is no
+    start for this one once the changes after it are purged.
     """
     from pyspark.sql import functions as sf
 
     if not target.exists(spark):
         return None, False
-    app_id, txn_app_id = owner
-    own = txn_version(spark, target, txn_app_id)
+    own = txn_version(spark, target, ids.owned_id(app_id))
     if own >= 0:
-        found = _max_snapshot(target.read(spark)) or _from_history(spark, target, app_id)
+        found = _max_snapshot(target.read(spark)) or _from_history(spark, target, ids.owner(app_id))
         if found is not None:
             return found, True
     df = target.read(spark)

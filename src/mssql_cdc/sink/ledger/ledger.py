@@ -411,8 +411,7 @@ class Ledger(TargetLedger):
         ``mssql_cdc#snapshot``): its LSN and whether one was found (``landed.find_snapshot``:
         the owner's snapshot commit, else the newest operation-0 rows of ``instances()`` that
         ``usable`` accepts)."""
-        owner = (ids.owner(self.app_id), ids.owned_id(self.app_id))
-        return landed.find_snapshot(self.spark, self.target, owner, instances, usable)
+        return landed.find_snapshot(self.spark, self.target, self.app_id, instances, usable)
 
     def whole_snapshot(self) -> tuple[str, Any] | None:
         """The newest whole snapshot in bronze (operation-0 rows not read as a chunk): its LSN
