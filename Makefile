@@ -147,9 +147,9 @@ CLUSTER_VENV ?= $(VENV)
 CLUSTER_TESTS ?= \
   tests/pipeline/test_to_delta.py::test_smallest_stream_writes_the_history_once_with_a_facts_row_per_batch \
   tests/source/test_stream_spark.py::test_available_now_reads_the_exact_history_in_batches_and_resumes \
-  tests/pipeline/test_bootstrap.py \
-  tests/pipeline/test_backfill.py::test_chunked_snapshot_reads_every_key_once_while_the_table_changes[int] \
-  tests/pipeline/test_recovery.py::test_resnapshot_after_purge_opens_generation_one \
+  tests/snapshots/test_bootstrap.py \
+  tests/snapshots/test_backfill.py::test_chunked_snapshot_reads_every_key_once_while_the_table_changes[int] \
+  tests/snapshots/test_recovery.py::test_resnapshot_after_purge_opens_generation_one \
   tests/silver/test_apply.py
 
 test-cluster: setup

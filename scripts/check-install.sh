@@ -30,7 +30,15 @@ case $mode in
   *) echo "check-install: usage: $0 newest|lowest" >&2; exit 2 ;;
 esac
 extras=${INSTALL_EXTRAS:-spark,emulator,cli,report,azure}
-tests=${INSTALL_TESTS:-tests/unit tests/client tests/emulator tests/integration/test_delta_packages.py \
+# the suites that need no Spark session, then one streaming test
+no_spark="tests/api tests/client tests/emulator tests/integration/test_delta_packages.py
+  tests/integration/test_connect_server_port.py tests/snapshots/test_chunk_plan.py
+  tests/pipeline/test_start_plan.py tests/pipeline/test_to_delta_sink.py
+  tests/validate/test_chunk_checks.py tests/validate/test_reconcile_rules.py
+  tests/sink/test_snapshot_events.py tests/sink/test_missing_log_locally.py
+  tests/source/test_errors.py tests/source/test_timezones.py tests/source/test_source_layout.py
+  tests/source/test_metrics_dir.py $(echo tests/cli/test_{cli_errors,cli_invocation,cli_spark,demo_progress,report_figures,snapshot_watch,status_figures,stream_progress}.py)"
+tests=${INSTALL_TESTS:-$no_spark \
   tests/source/test_stream_spark.py::test_available_now_reads_the_exact_history_in_batches_and_resumes}
 workers=${INSTALL_WORKERS:-2}
 demo_seconds=${INSTALL_DEMO_SECONDS:-10}

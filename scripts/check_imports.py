@@ -14,8 +14,8 @@ imports nothing, so it runs without the package's dependencies.
   typing-only imports are exempt, they never run.
 * Packages by feature: the adapters (``ADAPTERS``: the SQL Server side and the Delta side with
   its ledger) import no feature package; a feature (``FEATURES``) imports the adapters and the
-  shared leaves, never another feature; the command line drives the features and may import
-  them all.
+  shared leaves, and another feature only where ``FEATURE_USES`` says so (the stream starts
+  with a snapshot); the command line drives the features and may import them all.
 """
 
 from __future__ import annotations
@@ -37,8 +37,11 @@ EMULATOR_MAY_IMPORT = ("mssql_cdc._native", "mssql_cdc._timezones", "mssql_cdc.e
 FACADES = (PACKAGE, EMULATOR)
 #: the adapters, below every feature
 ADAPTERS = ("source", "sink")
-#: the feature packages: each stands on the adapters alone
-FEATURES = ("pipeline", "silver", "validate")
+#: the feature packages: each stands on the adapters
+FEATURES = ("pipeline", "snapshots", "silver", "validate")
+#: the only imports between features: the stream (``pipeline``) bootstraps, re-snapshots after
+#: data loss and takes the switch snapshot through ``snapshots``; nothing imports the stream
+FEATURE_USES: dict[str, tuple[str, ...]] = {"pipeline": ("snapshots",)}
 #: cycles known and owned elsewhere, reported but not failing; each names who removes it
 KNOWN_CYCLES: set[tuple[str, ...]] = set()
 
@@ -192,7 +195,7 @@ def feature_violation(source: str, target: str) -> str | None:
         return None
     if mine in ADAPTERS:
         return f"an adapter ({', '.join(ADAPTERS)}) imports no feature"
-    if mine in FEATURES:
+    if mine in FEATURES and theirs not in FEATURE_USES.get(mine, ()):
         return f"a feature ({', '.join(FEATURES)}) imports no other feature"
     return None
 

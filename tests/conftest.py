@@ -85,15 +85,15 @@ def any_spark(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
 #: files per xdist process (ADR 0071) they are handed out first, so that neither process is
 #: left running one of them alone at the end while the other has nothing to do.
 SLOWEST_FILES = (
-    "pipeline/test_recovery.py",
-    "pipeline/test_backfill.py",
+    "snapshots/test_recovery.py",
+    "snapshots/test_backfill.py",
     "silver/test_waves.py",
     "pipeline/test_connect.py",
     "silver/test_apply.py",
-    "pipeline/test_reconcile.py",
+    "validate/test_reconcile.py",
     "pipeline/test_crash.py",
-    "pipeline/test_backfill_kill.py",
-    "pipeline/test_crash_resnapshot.py",
+    "snapshots/test_backfill_kill.py",
+    "snapshots/test_crash_resnapshot.py",
     "chaos/test_chaos.py",
     "silver/test_history.py",
     "pipeline/test_fanout.py",

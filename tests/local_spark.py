@@ -1,7 +1,7 @@
 """The configuration of every local Spark session the tests start, in one place: the suite's
 own session (conftest.py), the Spark Connect server (connect_server.py) and the crash, chaos
 and backfill jobs that run in their own processes (pipeline/_crash_job.py,
-pipeline/_backfill_job.py).
+snapshots/_backfill_job.py).
 
 ``MSSQL_CDC_TEST_MASTER`` chooses their Spark master (default ``local[2]``): ``make test-cluster``
 runs a subset on ``local-cluster[2,1,1024]``, where two executors run in JVMs of their own, each

@@ -33,12 +33,12 @@ if TYPE_CHECKING:
     from mssql_cdc.pipeline import (
         CdcStream,
         await_all,
-        newest_snapshot,
         start_many,
         stop_all,
         stream,
     )
     from mssql_cdc.silver import apply_changes
+    from mssql_cdc.snapshots import newest_snapshot
     from mssql_cdc.source.datasource import HAS_ADMISSION_CONTROL, MssqlCdcDataSource
     from mssql_cdc.source.preflight import CheckItem, CheckReport, check
     from mssql_cdc.source.registration import register
@@ -140,7 +140,7 @@ _HOMES = {
     "SourceOptions": "mssql_cdc.options",
     "is_data_loss": "mssql_cdc.errors",
     "is_schema_changed": "mssql_cdc.errors",
-    "newest_snapshot": "mssql_cdc.pipeline",
+    "newest_snapshot": "mssql_cdc.snapshots",
     "register": "mssql_cdc.source.registration",
     "start_many": "mssql_cdc.pipeline",
     "stop_all": "mssql_cdc.pipeline",

@@ -206,7 +206,7 @@ class SqlTimeoutError(SqlServerError, TimeoutError):
 
 
 #: The one map from a native status name (``mc_status_name``) to the class raised for it.
-#: Every status but ``OK`` has exactly one entry (tests/unit/test_errors.py checks it against
+#: Every status but ``OK`` has exactly one entry (tests/source/test_errors.py checks it against
 #: the C library's list). ``NEEDMORE`` never leaves the C library; if it did, it would mean a
 #: truncated stream.
 STATUS_CLASSES: Mapping[str, type[Exception]] = {

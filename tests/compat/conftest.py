@@ -1,5 +1,5 @@
 """Fixtures of the compatibility tests: the pipeline tests' ``dbo.orders`` / ``dbo.other``
-source (tests/pipeline/_pipeline.py)."""
+source (tests/_pipeline.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pipeline"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _pipeline import Source

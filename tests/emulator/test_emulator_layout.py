@@ -82,7 +82,10 @@ def test_the_import_check_keeps_features_over_the_adapters():
     rule = check_imports.feature_violation
     assert rule("mssql_cdc.validate.reconcile", "mssql_cdc.sink.ledger.ledger") is None
     assert rule("mssql_cdc.cli.status", "mssql_cdc.pipeline.cdc_stream") is None
-    assert rule("mssql_cdc.pipeline.backfill", "mssql_cdc.pipeline.chunked") is None
+    assert rule("mssql_cdc.snapshots.backfill", "mssql_cdc.snapshots.chunked") is None
     assert "no feature" in rule("mssql_cdc.sink.delta", "mssql_cdc.pipeline.start")
     assert "no other feature" in rule("mssql_cdc.validate.reconcile", "mssql_cdc.silver.table")
     assert "no other feature" in rule("mssql_cdc.silver.apply", "mssql_cdc.validate.buckets")
+    assert rule("mssql_cdc.pipeline.start", "mssql_cdc.snapshots.bootstrap") is None
+    assert "no other feature" in rule("mssql_cdc.snapshots.switch", "mssql_cdc.pipeline.start")
+    assert "no feature" in rule("mssql_cdc.sink.ledger.ledger", "mssql_cdc.snapshots.full")

@@ -1,11 +1,12 @@
 """Fixtures of the pipeline tests: ``dbo.orders`` and ``dbo.other`` with CDC on the test
-server (see ``_pipeline.Source``)."""
+server (see ``tests/_pipeline.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
+
 from _pipeline import Source
 
 

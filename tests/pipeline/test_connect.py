@@ -14,8 +14,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from _pipeline import bronze_changes, latest_images
 
+from _pipeline import bronze_changes, latest_images
 from mssql_cdc import finalization, stream
 from mssql_cdc.sink import delta_sink
 from mssql_cdc.source import register

@@ -6,8 +6,8 @@ stream goes on; bronze holds every change once and the facts hold the events."""
 from __future__ import annotations
 
 import pytest
-from _pipeline import bronze_changes
 
+from _pipeline import bronze_changes
 from mssql_cdc import Lsn, is_schema_changed, stream
 
 V2 = (
@@ -117,8 +117,8 @@ def test_snapshot_on_switch_gives_unchanged_rows_the_new_column(spark, source, t
     snapshot lands in bronze once (``<app_id>#switch``, the batch id), so row 2, which no change
     touched since, and row 1, whose only change was captured without the column, carry
     ``note``; a replay of that batch does not take it again."""
-    from mssql_cdc.pipeline.snapshots import newest_snapshot
-    from mssql_cdc.pipeline.switch_snapshot import SwitchSnapshotSink
+    from mssql_cdc.snapshots import newest_snapshot
+    from mssql_cdc.snapshots.switch import SwitchSnapshotSink
 
     bronze, facts, cp = (str(tmp_path / n) for n in ("bronze", "facts", "cp"))
 

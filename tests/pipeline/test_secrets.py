@@ -136,8 +136,8 @@ def test_no_secret_anywhere_a_whole_run_leaves(  # noqa: PLR0912, PLR0915 (one r
     a failing login and a failing query (natively and as Spark queries) and the command line,
     with DEBUG logs; then every text they produced is searched for the secrets."""
     import pyarrow as pa
-    from _pipeline import Source
 
+    from _pipeline import Source
     from mssql_cdc import _native
     from mssql_cdc.cli import main
     from mssql_cdc.emulator import Emulator

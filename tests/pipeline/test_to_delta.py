@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from _pipeline import bronze_changes
 
+from _pipeline import bronze_changes
 from mssql_cdc import stream
 from mssql_cdc.cli import main
 

@@ -2,7 +2,7 @@
 docs/bootstrap.md#chunked-snapshots-and-backfill): rows done of the estimate, chunks done of
 total (``?`` before the first ``backfill()`` call planned them), and the ETA at the pace
 measured so far, as ``CdcStream.backfill()`` reports them
-(:func:`mssql_cdc.pipeline.backfill.open_progress` computes both); ``--json`` gives every
+(:func:`mssql_cdc.snapshots.backfill.open_progress` computes both); ``--json`` gives every
 ``BackfillStatus`` field (``snapshot``, ``chunks_total``, ``state``, ...) plus ``done`` and
 ``paused``."""
 
@@ -25,8 +25,8 @@ Progress = tuple[str, str, "BackfillStatus"]
 
 def read_progress(spark: SparkSession, facts_table: str) -> list[Progress]:
     """``(app_id, target, status)`` of every open chunked snapshot in the facts table."""
-    from mssql_cdc.pipeline.backfill import open_progress
     from mssql_cdc.sink import table_ref
+    from mssql_cdc.snapshots.backfill import open_progress
 
     return open_progress(spark, table_ref(facts_table, "facts"))
 

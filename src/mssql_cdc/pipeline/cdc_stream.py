@@ -26,13 +26,13 @@ from mssql_cdc.pipeline.arguments import (
     text_argument,
 )
 from mssql_cdc.pipeline.platform import detect_platform
-from mssql_cdc.pipeline.reader import TableReader
 from mssql_cdc.sink import (
     Ledger,
     StreamTables,
     sink_arguments,
     table_ref,
 )
+from mssql_cdc.snapshots.reader import TableReader
 from mssql_cdc.source import register
 from mssql_cdc.types import BackfillStatus, Offset, OnDataLoss
 
@@ -207,8 +207,8 @@ class CdcStream:
             TypeError, ValueError: a bad argument (``facts_table`` without ``app_id``).
             PermissionError, SqlServerError: from the reads of SQL Server.
         """
-        from mssql_cdc.pipeline.chunked import refuse_open_chunked
-        from mssql_cdc.pipeline.manual import take_manual_snapshot
+        from mssql_cdc.snapshots.chunked import refuse_open_chunked
+        from mssql_cdc.snapshots.manual import take_manual_snapshot
 
         ledger = self._snapshot_ledger(target, app_id, facts_table)
         if not isinstance(resnapshot, bool):
@@ -259,7 +259,7 @@ class CdcStream:
         """
         from pyspark.sql import DataFrame as SparkFrame
 
-        from mssql_cdc.pipeline.seeding import SeedCopy, seed, seed_as_of
+        from mssql_cdc.snapshots.seed import SeedCopy, seed, seed_as_of
 
         ledger = self._snapshot_ledger(target, app_id, facts_table)
         if not isinstance(df, SparkFrame):
@@ -267,7 +267,7 @@ class CdcStream:
         for flag, value in (("allow_missing_columns", allow_missing_columns), ("reseed", reseed)):
             if not isinstance(value, bool):
                 raise TypeError(f"{flag} must be True or False, got {type(value).__name__}")
-        from mssql_cdc.pipeline.chunked import refuse_open_chunked
+        from mssql_cdc.snapshots.chunked import refuse_open_chunked
 
         refuse_open_chunked(ledger, "seed()")
         reader = TableReader(self.spark, dict(self._options), self._parsed)
@@ -326,7 +326,7 @@ class CdcStream:
             TypeError, ValueError: a bad argument; a key that changed since the plan.
             PermissionError, SqlServerError: from the reads of SQL Server.
         """
-        from mssql_cdc.pipeline.backfill import backfill, check_backfill_args
+        from mssql_cdc.snapshots.backfill import backfill, check_backfill_args
 
         target_ref, app, facts_ref = sink_arguments(target, app_id, facts_table)
         if facts_ref is None:

@@ -8,7 +8,7 @@ step 5, and every step before it only reads:
 2. the live generation is read from the checkpoint (a local one; a URI is generation 0);
 3. the query name is checked free in the session;
 4. with a facts table: the facts table is not the target, the app_id writes to no other one;
-5. with ``on_data_loss="resnapshot"``: the recovery (``pipeline.recovery``), which may
+5. with ``on_data_loss="resnapshot"``: the recovery (``snapshots.resnapshot``), which may
    re-snapshot into a new generation (the name is checked again then);
 6. the sink (``DeltaSink``, wrapped for ``snapshot_on_switch``) over the generation's metrics
    directory;
@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 
 from mssql_cdc._metrics import metrics_dir
 from mssql_cdc.pipeline.locations import app_dir_name, is_uri, resolve_metrics_path
-from mssql_cdc.pipeline.reader import TableReader
 from mssql_cdc.sink import (
     DeltaSink,
     Generation,
@@ -34,6 +33,7 @@ from mssql_cdc.sink import (
     StreamTables,
     compute_state_ahead,
 )
+from mssql_cdc.snapshots.reader import TableReader
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -112,7 +112,7 @@ class StreamStart:
 
     def _recover(self) -> Generation:
         """The generation to start in, after a re-snapshot when changes were purged."""
-        from mssql_cdc.pipeline.recovery import Recovery, recover
+        from mssql_cdc.snapshots.resnapshot import Recovery, recover
 
         reader = TableReader(self.spark, self.options, self.parsed)
         chunked = self.plan.recovery.snapshot == "chunked"
@@ -144,19 +144,19 @@ class StreamStart:
         )
         if not switch:
             return metrics, sink
-        from mssql_cdc.pipeline.switch_snapshot import SwitchSnapshotSink
+        from mssql_cdc.snapshots.switch import SwitchSnapshotSink
 
         return metrics, SwitchSnapshotSink(sink, self.options, self.parsed)
 
     def _bootstrap(self) -> str:
         """The LSN a bootstrapping stream starts after: a chunked snapshot opened (or found),
         or a full one taken (or found)."""
-        from mssql_cdc.pipeline.chunked import open_chunked, refuse_open_chunked
+        from mssql_cdc.snapshots.chunked import open_chunked, refuse_open_chunked
 
         reader = TableReader(self.spark, self.options, self.parsed)
         if self.plan.chunked and self.plan.facts is not None:
             return open_chunked(reader, self.ledger)
-        from mssql_cdc.pipeline.bootstrap import bootstrap
+        from mssql_cdc.snapshots.bootstrap import bootstrap
 
         refuse_open_chunked(self.ledger, "to_delta(bootstrap=True, snapshot='full')")
         done = bootstrap(reader, self.ledger)

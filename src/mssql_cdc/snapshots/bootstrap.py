@@ -19,7 +19,7 @@ Runs on the driver, in the calling Python process, before the query starts:
 
 The stream then starts with ``startingLsn`` = L, taken as already processed, so every change
 committed during the read arrives as a change after it: the latest image per key is the
-table's. Both ends log at INFO under ``mssql_cdc.pipeline`` (``pipeline.snapshots``). Every
+table's. Both ends log at INFO under ``mssql_cdc.snapshots`` (``snapshots.full``). Every
 read and write of bronze and facts goes through the stream's ``Ledger`` (``mssql_cdc.sink``),
 which owns the tables and picks every commit's transaction.
 """
@@ -30,16 +30,16 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mssql_cdc.pipeline.snapshots import take_snapshot
 from mssql_cdc.sink import Bootstrapped
+from mssql_cdc.snapshots.full import take_snapshot
 
 if TYPE_CHECKING:
-    from mssql_cdc.pipeline.reader import TableReader
     from mssql_cdc.sink import Ledger
+    from mssql_cdc.snapshots.reader import TableReader
 
 __all__ = ["Bootstrap", "bootstrap"]
 
-log = logging.getLogger("mssql_cdc.pipeline")
+log = logging.getLogger("mssql_cdc.snapshots")
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ import json
 import logging
 
 import pytest
-from _pipeline import backfill_hook
 
+from _pipeline import backfill_hook
 from mssql_cdc import DataLossError, newest_snapshot, stream
 from mssql_cdc.finalization import advance, end_offset_from_progress
 

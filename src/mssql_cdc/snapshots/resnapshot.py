@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING
 
 from mssql_cdc._native import Lsn
 from mssql_cdc.errors import DataLossError
-from mssql_cdc.pipeline.snapshots import take_snapshot
 from mssql_cdc.sink import (
     Generation,
     Generations,
@@ -49,15 +48,16 @@ from mssql_cdc.sink import (
     parse_utc,
     utc_now,
 )
+from mssql_cdc.snapshots.full import take_snapshot
 from mssql_cdc.source import SnapshotPosition, format_utc
 
 if TYPE_CHECKING:
-    from mssql_cdc.pipeline.reader import TableReader
     from mssql_cdc.sink import Ledger
+    from mssql_cdc.snapshots.reader import TableReader
 
 __all__ = ["Recovery", "recover"]
 
-log = logging.getLogger("mssql_cdc.pipeline")
+log = logging.getLogger("mssql_cdc.snapshots")
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def recover(rec: Recovery, interval_days: float) -> Generation:
             "the stream's downtime; to re-snapshot now, pass resnapshot_interval_days=0"
         )
     if not rec.chunked:
-        from mssql_cdc.pipeline.chunked import refuse_open_chunked
+        from mssql_cdc.snapshots.chunked import refuse_open_chunked
 
         refuse_open_chunked(ledger, "on_data_loss='resnapshot' with snapshot='full'")
     number = ledger.next_generation(state)

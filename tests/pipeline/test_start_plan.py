@@ -217,8 +217,8 @@ def test_a_bad_metrics_path_is_refused_before_the_recovery_reads_or_writes(monke
     """The documented promise of ``to_delta``: a ``dbfs:/`` ``metricsPath`` is a ``ValueError``
     before anything is read or written. It was raised once the sink was built, after a
     recovery that may already have re-snapshotted the table into a new generation."""
-    from mssql_cdc.pipeline import recovery
     from mssql_cdc.pipeline.cdc_stream import CdcStream
+    from mssql_cdc.snapshots import resnapshot as recovery
 
     calls: list[object] = []
     monkeypatch.setattr(recovery, "recover", lambda *a, **k: calls.append(a))

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from mssql_cdc._native import Lsn
 from mssql_cdc.errors import DataLossError
-from mssql_cdc.pipeline.snapshots import offset_of
 from mssql_cdc.sink import Bootstrapped, utc_now
+from mssql_cdc.snapshots.full import offset_of
 from mssql_cdc.source import SnapshotPosition
 from mssql_cdc.types import Offset
 
@@ -30,12 +30,12 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import StructField
 
-    from mssql_cdc.pipeline.reader import TableReader
     from mssql_cdc.sink import Ledger
+    from mssql_cdc.snapshots.reader import TableReader
 
 __all__ = ["SeedCopy", "seed", "seed_as_of"]
 
-log = logging.getLogger("mssql_cdc.pipeline")
+log = logging.getLogger("mssql_cdc.snapshots")
 
 _METADATA = frozenset(
     {"_capture_instance", "_start_lsn", "_seqval", "_operation", "_command_id", "_commit_ts"}

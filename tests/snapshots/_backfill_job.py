@@ -24,7 +24,6 @@ from local_spark import master, spark_config
 def main(job_file: str) -> int:
     job = json.loads(Path(job_file).read_text())
     from _pipeline import backfill_hook
-
     from mssql_cdc import stream
     from mssql_cdc.sink.ledger import ledger as ledger_module
     from mssql_cdc.spark import get_spark

@@ -25,7 +25,7 @@ Runs on the driver, in the calling Python process (it must reach SQL Server). On
 5. after the last chunk, writes the row that makes the snapshot complete
    (``TargetLedger.newest_complete``; min = max = S, rows = the chunks' sum):
    ``bootstrap``, or for a chunked re-snapshot after data loss (generation ``n`` > 0, opened by
-   ``pipeline.recovery``; its rows carry ``<app_id>.g<n>``) the generation's ``resnapshot``
+   ``snapshots.resnapshot``; its rows carry ``<app_id>.g<n>``) the generation's ``resnapshot``
    row (ADR 0163).
 
 Two calls on one snapshot at once follow each other: a wave another run landed first (the
@@ -50,7 +50,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mssql_cdc.pipeline.reader import TableReader
 from mssql_cdc.sink import (
     ChunkedSnapshot,
     ChunkFact,
@@ -60,6 +59,7 @@ from mssql_cdc.sink import (
     is_conflict,
     utc_now,
 )
+from mssql_cdc.snapshots.reader import TableReader
 from mssql_cdc.types import BackfillState, BackfillStatus
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BackfillArgs", "backfill", "check_backfill_args", "open_progress"]
 
-log = logging.getLogger("mssql_cdc.pipeline")
+log = logging.getLogger("mssql_cdc.snapshots")
 
 #: ``chunk_rows`` when the first call gives none
 DEFAULT_CHUNK_ROWS = 1_000_000

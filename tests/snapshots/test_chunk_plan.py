@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from mssql_cdc.pipeline.backfill import DEFAULT_WAVE_SECONDS, check_backfill_args
+from mssql_cdc.snapshots.backfill import DEFAULT_WAVE_SECONDS, check_backfill_args
 from mssql_cdc.source.chunk_plan import chunk_bounds
 
 ARGS = {
@@ -67,7 +67,7 @@ def _ledger(app_id: str = "orders"):
 
 
 def _pause_run(wanted: float | None):
-    from mssql_cdc.pipeline import backfill as module
+    from mssql_cdc.snapshots import backfill as module
 
     args = check_backfill_args(**{**ARGS, "min_headroom_hours": wanted})
     return module._Run(None, _ledger(), args, "orders.g1")  # type: ignore[arg-type]
@@ -90,8 +90,8 @@ def test_headroom_pause(monkeypatch, caplog, newest, wanted, paused):
     import datetime as dt
     import logging
 
-    from mssql_cdc.pipeline import backfill as module
     from mssql_cdc.sink.ledger import landed
+    from mssql_cdc.snapshots import backfill as module
 
     now = dt.datetime(2026, 12, 1, 12, 0, 0)
     monkeypatch.setattr(module, "utc_now", lambda: now)
@@ -132,10 +132,10 @@ def test_backfill_without_a_chunked_snapshot_returns_no_snapshot(
 ):
     import logging
 
-    from mssql_cdc.pipeline import backfill as module
-    from mssql_cdc.pipeline.reader import TableReader
     from mssql_cdc.sink.ledger import landed
     from mssql_cdc.sink.ledger import ledger as ledger_module
+    from mssql_cdc.snapshots import backfill as module
+    from mssql_cdc.snapshots.reader import TableReader
 
     monkeypatch.setattr(
         ledger_module, "chunked_snapshot", lambda spark, facts, app_id, target: None
@@ -176,11 +176,11 @@ def test_backfill_without_a_chunked_snapshot_returns_no_snapshot(
 def test_backfill_refuses_first_while_the_streams_full_snapshot_is_open(
     monkeypatch, opened, closed, refused
 ):
-    from mssql_cdc.pipeline import backfill as module
-    from mssql_cdc.pipeline.reader import TableReader
     from mssql_cdc.sink import SnapshotOpen
     from mssql_cdc.sink.ledger import landed
     from mssql_cdc.sink.ledger import ledger as ledger_module
+    from mssql_cdc.snapshots import backfill as module
+    from mssql_cdc.snapshots.reader import TableReader
 
     monkeypatch.setattr(
         ledger_module, "chunked_snapshot", lambda spark, facts, app_id, target: None

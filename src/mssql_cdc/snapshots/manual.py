@@ -17,16 +17,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from mssql_cdc.pipeline.snapshots import offset_of, take_snapshot
+from mssql_cdc.snapshots.full import offset_of, take_snapshot
 from mssql_cdc.types import Offset
 
 if TYPE_CHECKING:
-    from mssql_cdc.pipeline.reader import TableReader
     from mssql_cdc.sink import Ledger
+    from mssql_cdc.snapshots.reader import TableReader
 
 __all__ = ["take_manual_snapshot"]
 
-log = logging.getLogger("mssql_cdc.pipeline")
+log = logging.getLogger("mssql_cdc.snapshots")
 
 
 def take_manual_snapshot(reader: TableReader, ledger: Ledger, *, resnapshot: bool) -> Offset:

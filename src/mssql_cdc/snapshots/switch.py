@@ -23,16 +23,16 @@ import logging
 from typing import TYPE_CHECKING
 
 from mssql_cdc.options import ReaderOptions
-from mssql_cdc.pipeline.reader import TableReader
-from mssql_cdc.pipeline.snapshots import take_snapshot
 from mssql_cdc.sink import DeltaSink, Ledger, StreamTables
+from mssql_cdc.snapshots.full import take_snapshot
+from mssql_cdc.snapshots.reader import TableReader
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 __all__ = ["SWITCH_EVENT", "SwitchSnapshotSink"]
 
-log = logging.getLogger("mssql_cdc.pipeline")
+log = logging.getLogger("mssql_cdc.snapshots")
 
 #: the event kind the reader's plan writes when a batch reaches a newer capture instance
 SWITCH_EVENT = "capture_instance_switched"

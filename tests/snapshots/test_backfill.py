@@ -10,8 +10,8 @@ import logging
 import uuid
 
 import pytest
-from _pipeline import backfill_hook
 
+from _pipeline import backfill_hook
 from mssql_cdc import BackfillStatus, apply_changes, newest_snapshot, stream
 from mssql_cdc.sink.ledger import ledger as ledger_module
 

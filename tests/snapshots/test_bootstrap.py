@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 
 from _pipeline import bronze_changes, latest_images
-
 from mssql_cdc import stream
 
 

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 from mssql_cdc.sink import SnapshotOpened
 
 if TYPE_CHECKING:
-    from mssql_cdc.pipeline.reader import TableReader
     from mssql_cdc.sink import Ledger
+    from mssql_cdc.snapshots.reader import TableReader
 
 __all__ = ["open_chunked", "refuse_open_chunked"]
 
-log = logging.getLogger("mssql_cdc.pipeline")
+log = logging.getLogger("mssql_cdc.snapshots")
 
 
 def refuse_open_chunked(ledger: Ledger, what: str) -> None:

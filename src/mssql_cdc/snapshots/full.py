@@ -1,12 +1,12 @@
-"""Reading the tracked table into bronze as one snapshot: the step the bootstrap, ``snapshot()``,
-a re-snapshot and the switch snapshot share (docs/bootstrap.md); and :func:`newest_snapshot`.
+"""Reading the tracked table into bronze as one whole snapshot: the step the bootstrap,
+``snapshot()``, a re-snapshot and the switch snapshot share (docs/bootstrap.md).
 
 Runs on the driver, in the calling Python process: the snapshot LSN is recorded before the
 read (the caller's position), the bootstrap and a re-snapshot announce the read with a
 ``snapshot_open`` facts row first, the table is read through ``format("mssql_cdc_snapshot")``
 stamped with that LSN and appended in one commit whose transaction the ledger picked
 (``SnapshotCommit``), so a rerun after a crash cannot append it twice. Start and end are logged
-at INFO under ``mssql_cdc.pipeline`` (rows, seconds). The caller closes the snapshot (the
+at INFO under ``mssql_cdc.snapshots`` (rows, seconds). The caller closes the snapshot (the
 ``bootstrap`` or ``resnapshot`` row) through the ledger.
 """
 
@@ -18,19 +18,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from mssql_cdc.sink import SnapshotOpened, StreamTables, TargetLedger, utc_now
+from mssql_cdc.sink import SnapshotOpened, utc_now
 from mssql_cdc.source import SnapshotPosition, format_utc
 from mssql_cdc.types import Offset
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-    from mssql_cdc.pipeline.reader import TableReader
     from mssql_cdc.sink import Ledger, SnapshotCommit
+    from mssql_cdc.snapshots.reader import TableReader
 
-__all__ = ["Taken", "newest_snapshot", "offset_of", "take_snapshot"]
+__all__ = ["Taken", "offset_of", "take_snapshot"]
 
-log = logging.getLogger("mssql_cdc.pipeline")
+log = logging.getLogger("mssql_cdc.snapshots")
 
 #: how the log lines name each kind of whole snapshot
 _LABELS = {
@@ -99,26 +97,3 @@ def take_snapshot(
 def offset_of(lsn: str, commit_ts: datetime | None) -> Offset:
     """The public :class:`~mssql_cdc.types.Offset` of a snapshot."""
     return {"lsn": lsn, "commit_ts": format_utc(commit_ts)}
-
-
-def newest_snapshot(
-    spark: SparkSession, target: str, facts_table: str | None = None
-) -> Offset | None:
-    """The newest whole snapshot of a bronze table: the point a downstream table rebuilds
-    from (its rows are the operation-0 rows whose ``coalesce(_snapshot, _start_lsn)`` is the
-    returned ``lsn``; then every change after it).
-
-    The newest of the target's whole operation-0 snapshots and, with ``facts_table``, of the
-    ``bootstrap``/``resnapshot`` facts rows written for it (the only trace of an empty table's
-    snapshot).
-
-    Args:
-        spark: the session.
-        target: the bronze table (name or path), as given to ``to_delta``.
-        facts_table: the facts table, or ``None``.
-
-    Returns:
-        The snapshot's offset, or ``None`` when there is none.
-    """
-    found = TargetLedger(StreamTables.parse(spark, target, facts_table)).newest_complete()
-    return None if found is None else offset_of(*found)
