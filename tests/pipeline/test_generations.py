@@ -10,11 +10,11 @@ import pytest
 
 from mssql_cdc.pipeline.arguments import check_recovery
 from mssql_cdc.sink.ledger import ids
-from mssql_cdc.sink.ledger.checkpoint import (
+from mssql_cdc.sink.ledger.checkpoint import last_committed_offset
+from mssql_cdc.sink.ledger.generations import (
     GenerationState,
     Recovering,
     generation_checkpoint,
-    last_committed_offset,
     read_state,
     write_state,
 )

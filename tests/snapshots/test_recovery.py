@@ -309,7 +309,7 @@ def test_chunked_resnapshot_after_purge_is_filled_by_backfill_across_crashes(  #
     verdicts: bronze's never moves backwards across generations, silver's is held while the
     chunked re-snapshot is open and moves once it is complete."""
     from mssql_cdc import apply_changes
-    from mssql_cdc.sink.ledger import checkpoint as recovery_module
+    from mssql_cdc.sink.ledger import generations as recovery_module
     from mssql_cdc.sink.ledger import ledger as backfill_module
 
     bronze, facts, control = (str(tmp_path / n) for n in ("bronze", "facts", "control"))

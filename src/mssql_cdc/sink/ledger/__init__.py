@@ -9,7 +9,7 @@ PySpark.
 
 from __future__ import annotations
 
-from mssql_cdc.sink.ledger.checkpoint import (
+from mssql_cdc.sink.ledger.generations import (
     Generation,
     Generations,
     GenerationState,

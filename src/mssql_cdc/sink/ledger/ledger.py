@@ -36,7 +36,7 @@ from mssql_cdc.sink.facts import (
     SnapshotPlanned,
 )
 from mssql_cdc.sink.ledger import checkpoint, identity, ids, landed, metadata, rewind
-from mssql_cdc.sink.ledger.checkpoint import Generations, GenerationState
+from mssql_cdc.sink.ledger.generations import Generations, GenerationState
 from mssql_cdc.sink.ledger.landed import LastBatch
 from mssql_cdc.sink.ledger.rewind import Recorded, Verdict
 from mssql_cdc.sink.ledger.snapshot_events import (
