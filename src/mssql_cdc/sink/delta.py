@@ -31,7 +31,9 @@ Once the batch's commits (steps 3 and 5) are done, the tables committed to are h
 background thread, so that the next batch's commits do not build it first (ADR 0177). In a
 query that stops after its batches (``warm_state="within_batch"``) nothing is computed after
 the commits; the facts table's state is computed during the batch's bronze write instead, for
-the facts commit that follows it (ADR 0180).
+the facts commit that follows it (ADR 0180). A facts table that does not exist yet (the first
+batch of a new one) is created, and its state computed, on a thread of its own beside the
+bronze write, joined before the facts commit (ADR 0199).
 
 Steps 1-6 are timed; the sink logs them per batch at DEBUG under ``mssql_cdc.sink``. Within a
 run the sink remembers what it learnt: the tables checked and seen to exist (created tables
@@ -47,6 +49,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -66,10 +69,12 @@ from mssql_cdc.sink.facts import (
     parse_utc,
     utc_now,
 )
+from mssql_cdc.sink.facts_table import ensure_facts_table
 from mssql_cdc.sink.ledger import BatchDecision, Ledger, Verdict, sink_arguments
 from mssql_cdc.sink.stream_tables import StreamTables
 from mssql_cdc.sink.tables import TableRef
-from mssql_cdc.sink.warmup import WARMER
+from mssql_cdc.sink.txn_ids import compute_transactions
+from mssql_cdc.sink.warmup import WARMER, start_beside
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -258,6 +263,7 @@ class DeltaSink:
         in_target = decision.in_target
         counts: BatchCounts | None = None
         committed: list[TableRef] = []
+        ahead: threading.Thread | None = None
         if decision.verdict is Verdict.REPLAY or in_target:
             # nothing to write: one aggregation is the only read
             counts = count_batch(df)
@@ -281,12 +287,12 @@ class DeltaSink:
                     self.target.text,
                 )
             elif counts is None:  # the counts come from the write (which may create the target)
-                self._warm_facts_ahead(spark)
+                ahead = self._facts_ahead(spark)
                 counts = self._write(spark, df, batch_id, observe=self.facts is not None)
                 committed.append(self.target)
                 steps.lap("bronze")
             elif counts.rows:
-                self._warm_facts_ahead(spark)
+                ahead = self._facts_ahead(spark)
                 self._write(spark, df, batch_id, observe=False)
                 committed.append(self.target)
                 steps.lap("bronze")
@@ -295,6 +301,8 @@ class DeltaSink:
                 if counts is None:  # the write was skipped by Delta: count instead
                     counts = count_batch(df)
                     steps.lap("count")
+                if ahead is not None:  # the facts table's creation beside the bronze write
+                    ahead.join()
                 self._append_facts(
                     spark,
                     self.facts,
@@ -380,6 +388,32 @@ class DeltaSink:
         of the facts commit (its transaction id), bronze's at the start of the write itself."""
         if self._warm_state == WARM_WITHIN_BATCH and self.facts is not None:
             WARMER.request(spark, self.facts)
+
+    def _facts_ahead(self, spark: SparkSession) -> threading.Thread | None:
+        """Just before the bronze write: has the work the facts commit would do first done
+        beside that write. Where the facts table exists (the first batch's checks looked it up;
+        a run's later batches created it), that is its Delta state (``within_batch``: ADR
+        0180). Where it does not exist yet (the first batch of a new facts table), the table is
+        created from its declaration on a thread of its own (``warmup.start_beside``) and its
+        state computed there (not queued to the warmer, whose queue may hold other tables),
+        beside the bronze write instead of first thing in the facts step (ADR 0199); the thread
+        is joined before the facts commit, and if it failed the facts commit creates the table
+        itself, as before. With ``warm_state`` off nothing runs beside the batch's own jobs.
+        Returns the thread to join, if any."""
+        facts = self.facts
+        if facts is None or self._warm_state is None:
+            return None
+        if facts in self._existing:
+            self._warm_facts_ahead(spark)
+            return None
+
+        def create() -> None:
+            ensure_facts_table(spark, facts, seen=self._existing)
+            location = facts.location(spark)
+            if location is not None:
+                compute_transactions(spark, location)
+
+        return start_beside(spark, create, f"creating the facts table {facts.text}")
 
     def _check_columns(self, df: DataFrame) -> None:
         clash = clashing_columns(df.columns)

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from mssql_cdc.sink.tables import TableRef
 
-__all__ = ["JOB_GROUP", "WARMER", "StateWarmer", "compute_state_ahead"]
+__all__ = ["JOB_GROUP", "WARMER", "StateWarmer", "compute_state_ahead", "start_beside"]
 
 log = logging.getLogger("mssql_cdc.sink")
 
@@ -285,3 +285,30 @@ def compute_state_ahead(spark: SparkSession, *tables: TableRef | None) -> None:
     for ref in tables:
         if ref is not None:
             WARMER.request(spark, ref)
+
+
+def start_beside(
+    spark: SparkSession, work: Callable[[], None], what: str
+) -> threading.Thread | None:
+    """Runs ``work`` on a new daemon thread of the driver, beside the caller's own Spark jobs,
+    and returns the started thread (the caller joins it before it needs what ``work`` does);
+    ``None``, having started nothing, where the session is not classic with pinned threads (the
+    caller then does the work itself, when it needs it). ``work``'s Spark jobs run in the
+    calling thread's job group (a streaming query's, so that stopping the query cancels them)
+    with ``spark`` active, as :class:`StateWarmer`'s do. A failure is logged at DEBUG under
+    ``mssql_cdc.sink`` as ``what`` and forgotten: the caller's own step redoes what is missing.
+    Driver only."""
+    if not _pinned(spark):
+        return None
+    group = _local_property(spark, "spark.jobGroup.id")
+
+    def run() -> None:
+        try:
+            with _as(spark, group):
+                work()
+        except BaseException as exc:  # the caller's own step does it again, and raises
+            log.debug("%s failed: %s", what, _first_line(exc))
+
+    thread = threading.Thread(target=run, name="mssql_cdc-sink-ahead", daemon=True)
+    thread.start()
+    return thread
