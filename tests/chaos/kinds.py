@@ -367,6 +367,27 @@ def _newest(
     return max(complete, default=None)
 
 
+def check_snapshot_calls(
+    found: Findings, calls: Sequence[Mapping[str, Any]], offsets: Sequence[str], n: int
+) -> None:
+    """The ``snapshot()`` calls' answers (``offsets``: the LSN each returned, in call order)
+    against the ``n`` snapshots bronze holds (see :func:`_check_snapshot_count`)."""
+    for i, (call, lsn) in enumerate(zip(calls, offsets, strict=False)):  # a call not done
+        before = offsets[:i]
+        if not before or lsn > max(before):
+            continue
+        if not call["resnapshot"] and lsn in before:
+            continue  # a reuse call returns a snapshot the target holds
+        if call["resnapshot"] and lsn == max(before):
+            continue  # nothing captured since the newest snapshot: it is returned
+        found.add(f"snapshot() call {i} returned {lsn}, older than the newest before it")
+    least = len(set(offsets))
+    planned = 1 + sum(1 for c in calls[1:] if c["resnapshot"])
+    most = planned + sum(1 for c in calls if c["resnapshot"]) + 1  # a call rerun after a kill
+    if not least <= n <= most:
+        found.add(f"{n} snapshots for {len(calls)} snapshot() calls (want {least}-{most})")
+
+
 def _check_snapshot_count(
     found: Findings,
     kind_plan: KindPlan,
@@ -376,16 +397,19 @@ def _check_snapshot_count(
 ) -> None:
     """How many snapshots the kind takes: none for ``stream``, one switch snapshot, one
     bootstrap, seed or re-snapshot, one per ``snapshot()`` call that read (calls reading again
-    after a kill included), and the stream starting after the newest."""
+    after a kill included), and the stream starting after the newest.
+
+    A ``snapshot(resnapshot=True)`` call reads unless CDC has captured nothing since the
+    target's newest snapshot (a quiet table, or a stopped capture job): then it returns that
+    snapshot. So each call returns a newer LSN than every call before it or, when it reused,
+    the newest one; bronze holds one snapshot per distinct LSN returned, plus any a killed call
+    took before its rerun."""
     kind = kind_plan.kind
     n = len(snapshots)
     if kind == "snapshot":
         calls = kind_plan.params["calls"]
-        least = 1 + sum(1 for c in calls[1:] if c["resnapshot"])
-        most = least + sum(1 for c in calls if c["resnapshot"]) + 1  # a call rerun after a kill
-        if not least <= n <= most:
-            found.add(f"{n} snapshots for {len(calls)} snapshot() calls (want {least}-{most})")
         offsets = [o["lsn"] for o in data.progress.get("snapshots", [])]
+        check_snapshot_calls(found, calls, offsets, n)
         unknown = [o for o in offsets if o not in snapshots]
         if unknown:
             found.add(f"snapshot() returned offsets bronze holds no snapshot at: {unknown}")

@@ -10,6 +10,7 @@ import json
 import checks
 import pytest
 from checks import Change, Findings, SnapshotRow, Version
+from kinds import check_snapshot_calls
 
 
 def lsn(n: int) -> str:
@@ -298,3 +299,24 @@ def test_txn_versions_must_count_from_zero_once_each():
     assert found.problems == []
     checks.check_txn_versions(found, [0, 2], app_id="a#events", want=3)
     assert found.problems == ["txnAppId a#events: versions [0, 2], want 0..2"]
+
+
+def test_a_resnapshot_call_may_return_the_newest_snapshot_but_never_an_older_one():
+    """``make chaos TRIALS=1 SEED=6014 KINDS=snapshot``: with the capture job stopped, two
+    ``snapshot(resnapshot=True)`` calls found nothing captured since the newest snapshot and
+    returned it (the product's rule), so bronze held 3 snapshots for 4 calls; the count check
+    wanted 4 and failed the trial. The calls' answers now set the count."""
+    reuse, again = {"resnapshot": False}, {"resnapshot": True}
+    calls = [reuse, again, again, again]
+    found = Findings()
+    check_snapshot_calls(found, calls, [lsn(1), lsn(2), lsn(2), lsn(3)], 3)
+    assert found.problems == []
+    check_snapshot_calls(found, calls, [lsn(1), lsn(3), lsn(2), lsn(4)], 4)
+    older = f"snapshot() call 2 returned {lsn(2)}, older than the newest before it"
+    assert found.problems == [older]
+    found = Findings()
+    check_snapshot_calls(found, calls, [lsn(1), lsn(2), lsn(3), lsn(4)], 3)  # one not in bronze
+    assert found.problems == ["3 snapshots for 4 snapshot() calls (want 4-8)"]
+    found = Findings()
+    check_snapshot_calls(found, [reuse, reuse], [lsn(1), lsn(1)], 1)
+    assert found.problems == []
