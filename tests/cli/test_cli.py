@@ -1,6 +1,6 @@
 """The ``mssql-cdc`` command through ``main(argv)``: the demo end to end (with ``status`` on
 its facts table), and the ``stream`` command's arguments. ``stream`` runs against the emulator
-in test_to_delta.py."""
+in tests/pipeline/test_to_delta.py."""
 
 from __future__ import annotations
 

@@ -5,9 +5,9 @@ Connect (``any_spark``).
 
 The first three run on Connect only: their classic twins are the classic tests of the same
 behaviour (tests/pipeline/test_to_delta.py and test_one_target.py, tests/sink/test_delta_sink.py
-for the rewind and the new app_id, test_bootstrap.py, test_finalization_stream.py), which assert
-everything these do and more; running them twice on classic Spark cost minutes of CI and
-proved nothing new."""
+for the rewind and the new app_id, tests/snapshots/test_bootstrap.py,
+test_finalization_stream.py), which assert everything these do and more; running them twice on
+classic Spark cost minutes of CI and proved nothing new."""
 
 from __future__ import annotations
 

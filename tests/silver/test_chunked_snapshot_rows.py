@@ -1,6 +1,6 @@
 """A silver rebuild from a completed chunked snapshot takes its chunk rows: the rows of
 snapshot S are the operation-0 rows whose ``coalesce(_snapshot, _start_lsn)`` is S, chunk
-rows included (``snapshots.full.snapshot_rows_condition``). It once took only rows with
+rows included (``sink.bronze.snapshot_rows_condition``). It once took only rows with
 ``_chunk`` NULL, so a chunked snapshot rebuilt silver empty."""
 
 from __future__ import annotations

@@ -118,3 +118,30 @@ def test_an_existing_facts_table_is_still_asked_of_the_warmer_and_withdrawn(
     assert warmer.wait_idle(30)
     assert held.asked == ["/data/elsewhere"]
     assert _facts(spark, facts) == [(0, 2), (1, 1)]
+
+
+def test_a_failed_bronze_write_waits_for_the_creation_beside_it(spark, tmp_path, monkeypatch):
+    """The thread that creates the facts table never outlives its batch: when the bronze write
+    fails, the sink raises only once that thread is done (it was left running, creating the
+    table and computing its state in the failed query's job group)."""
+    go, threads = threading.Event(), []
+    ensure = sink_module.ensure_facts_table
+
+    def ensure_once_bronze_failed(*args, **kwargs):
+        threads.append(threading.current_thread())
+        assert go.wait(60)
+        ensure(*args, **kwargs)
+
+    def append_fails(self, *args, **kwargs):
+        go.set()
+        raise RuntimeError("bronze append refused")
+
+    monkeypatch.setattr(sink_module, "ensure_facts_table", ensure_once_bronze_failed)
+    monkeypatch.setattr(BronzeTable, "append", append_fails)
+    facts = tmp_path / "facts"
+    sink = delta_sink(str(tmp_path / "bronze"), "fails", str(facts))
+    with pytest.raises(RuntimeError, match="bronze append refused"):
+        sink(changes(spark, FIRST), 0)
+    assert [t.name for t in threads] == ["mssql_cdc-sink-ahead"]
+    assert not threads[0].is_alive()
+    assert spark.sql(f"DESCRIBE DETAIL delta.`{facts}`").first().numFiles == 0

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import signal
 
-from test_crash import run_job, run_to_the_end
 from test_recovery import purge_after_stop, rebuilt
+
+from _crash import run_job, run_to_the_end
 
 
 def test_killed_during_a_resnapshot_no_snapshot_row_twice(spark, source, emulator, tmp_path):

@@ -1,5 +1,5 @@
-"""The source's layout (ADR 0075): no import cycle among its modules, and the pipeline imports
-the source only through the package ``mssql_cdc.source``."""
+"""The source's layout (ADR 0075): no import cycle among its modules, and the stream and the
+snapshots import the source only through the package ``mssql_cdc.source``."""
 
 from __future__ import annotations
 
@@ -53,12 +53,13 @@ def test_the_source_modules_import_each_other_without_a_cycle():
     assert not graph["mssql_cdc.source.sql"]
 
 
-def test_the_pipeline_imports_the_source_only_through_its_package():
+def test_the_stream_and_the_snapshots_import_the_source_only_through_its_package():
     reached = {
-        (path.name, name)
-        for path in sorted((PACKAGE / "pipeline").glob("*.py"))
+        (f"{package}/{path.name}", name)
+        for package in ("pipeline", "snapshots")
+        for path in sorted((PACKAGE / package).glob("*.py"))
         for name in _imports(path)
         if name.startswith("mssql_cdc.source")
     }
-    assert reached
+    assert {path.split("/")[0] for path, _ in reached} == {"pipeline", "snapshots"}
     assert {name for _, name in reached} == {"mssql_cdc.source"}, sorted(reached)

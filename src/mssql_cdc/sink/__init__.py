@@ -6,8 +6,8 @@ This package is the sole owner of the tables: bronze (``bronze``), facts (``fact
 ``schemas`` (columns, types, comments, schema version) and created by ``tables.ensure_table``.
 Every commit decision (which ``txnAppId`` and ``txnVersion`` a commit carries, what already
 landed) is the ledger's (``sink.ledger``). Features (``mssql_cdc.pipeline``,
-``mssql_cdc.finalization``, ``mssql_cdc.silver``, the command line) import the names below and
-never touch a table or name a transaction themselves.
+``mssql_cdc.snapshots``, ``mssql_cdc.finalization``, ``mssql_cdc.silver``, the command line)
+import the names below and never touch a table or name a transaction themselves.
 
 Importing this package does not import PySpark (ADR 0004); Spark is imported when a batch is
 written. See docs/sink.md.

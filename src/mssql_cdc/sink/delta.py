@@ -213,6 +213,12 @@ def delta_sink(
     return DeltaSink(target_ref, app_id, facts_ref, metrics, checkpoint, warm_state=warm_state)
 
 
+def _join(threads: list[threading.Thread]) -> None:
+    """Waits for ``threads`` (the work started beside a batch's bronze write) and forgets them."""
+    while threads:
+        threads.pop().join()
+
+
 class DeltaSink:
     """The ``foreachBatch`` function :func:`delta_sink` returns (see the module doc).
 
@@ -252,9 +258,17 @@ class DeltaSink:
         )
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        beside: list[threading.Thread] = []
+        try:
+            self._batch(df, int(batch_id), beside)
+        finally:  # a thread started beside the bronze write never outlives its batch
+            _join(beside)
+
+    def _batch(self, df: DataFrame, batch_id: int, beside: list[threading.Thread]) -> None:
+        """One micro-batch, the steps of the module doc; a thread started beside the bronze
+        write (``_facts_ahead``) goes into ``beside``."""
         started_at, clock = utc_now(), time.monotonic()
         steps = _Steps()
-        batch_id = int(batch_id)
         spark = df.sparkSession
         ledger = self._ledger(spark)
         decision, end = self._prepare(ledger, df, batch_id)
@@ -263,7 +277,6 @@ class DeltaSink:
         in_target = decision.in_target
         counts: BatchCounts | None = None
         committed: list[TableRef] = []
-        ahead: threading.Thread | None = None
         if decision.verdict is Verdict.REPLAY or in_target:
             # nothing to write: one aggregation is the only read
             counts = count_batch(df)
@@ -287,12 +300,12 @@ class DeltaSink:
                     self.target.text,
                 )
             elif counts is None:  # the counts come from the write (which may create the target)
-                ahead = self._facts_ahead(spark)
+                self._facts_ahead(spark, beside)
                 counts = self._write(spark, df, batch_id, observe=self.facts is not None)
                 committed.append(self.target)
                 steps.lap("bronze")
             elif counts.rows:
-                ahead = self._facts_ahead(spark)
+                self._facts_ahead(spark, beside)
                 self._write(spark, df, batch_id, observe=False)
                 committed.append(self.target)
                 steps.lap("bronze")
@@ -301,8 +314,7 @@ class DeltaSink:
                 if counts is None:  # the write was skipped by Delta: count instead
                     counts = count_batch(df)
                     steps.lap("count")
-                if ahead is not None:  # the facts table's creation beside the bronze write
-                    ahead.join()
+                _join(beside)  # the facts table's creation beside the bronze write
                 self._append_facts(
                     spark,
                     self.facts,
@@ -389,7 +401,7 @@ class DeltaSink:
         if self._warm_state == WARM_WITHIN_BATCH and self.facts is not None:
             WARMER.request(spark, self.facts)
 
-    def _facts_ahead(self, spark: SparkSession) -> threading.Thread | None:
+    def _facts_ahead(self, spark: SparkSession, beside: list[threading.Thread]) -> None:
         """Just before the bronze write: has the work the facts commit would do first done
         beside that write. Where the facts table exists (the first batch's checks looked it up;
         a run's later batches created it), that is its Delta state (``within_batch``: ADR
@@ -399,13 +411,14 @@ class DeltaSink:
         beside the bronze write instead of first thing in the facts step (ADR 0199); the thread
         is joined before the facts commit, and if it failed the facts commit creates the table
         itself, as before. With ``warm_state`` off nothing runs beside the batch's own jobs.
-        Returns the thread to join, if any."""
+        The thread started goes into ``beside``: joined before the facts commit, and when the
+        batch fails before it."""
         facts = self.facts
         if facts is None or self._warm_state is None:
-            return None
+            return
         if facts in self._existing:
             self._warm_facts_ahead(spark)
-            return None
+            return
 
         def create() -> None:
             ensure_facts_table(spark, facts, seen=self._existing)
@@ -413,7 +426,9 @@ class DeltaSink:
             if location is not None:
                 compute_transactions(spark, location)
 
-        return start_beside(spark, create, f"creating the facts table {facts.text}")
+        thread = start_beside(spark, create, f"creating the facts table {facts.text}")
+        if thread is not None:
+            beside.append(thread)
 
     def _check_columns(self, df: DataFrame) -> None:
         clash = clashing_columns(df.columns)

@@ -4,7 +4,7 @@ docs/data-loss.md#the-manual-way).
 
 Runs on the driver, in the calling Python process. Without ``resnapshot`` an earlier snapshot
 of the table in the target is returned when a stream can still start after it (CDC holds
-every change after it); otherwise the table is read (``snapshots.take_snapshot``) and appended
+every change after it); otherwise the table is read (``full.take_snapshot``) and appended
 once (with ``resnapshot``, unless the target already holds a snapshot at the very LSN it would
 be stamped with: CDC captured nothing since, and a second one would hold every row twice under
 that LSN; that one is returned), under the transaction the ledger picks before the read (the

@@ -6,7 +6,7 @@ Runs on the driver, inside ``foreachBatch``: :class:`SwitchSnapshotSink` wraps t
 :class:`~mssql_cdc.sink.DeltaSink`. Before the sink runs, it looks in the stream's metrics
 directory for the ``capture_instance_switched`` event the reader's plan of this batch wrote (the
 sink folds the events into the facts and deletes the files). After the sink returns (bronze and
-facts committed), it reads the table (``snapshots.take_snapshot``, the LSN recorded before the
+facts committed), it reads the table (``full.take_snapshot``, the LSN recorded before the
 read) and appends it once per switching batch (the ledger's ``switch`` commit, keyed by the batch
 id).
 

@@ -1,8 +1,9 @@
 """The Spark data sources ``mssql_cdc`` and ``mssql_cdc_snapshot`` (docs/data-sources.md,
-docs/reference/bronze-schema.md), and the surface the pipeline uses: :func:`register`, a
-bootstrap's :func:`snapshot_position`, a seed's :func:`seed_position`, the data-loss check
-before a query starts (:func:`find_loss`) and the capture instances of a schema
-(:func:`schema_capture_instances`). ``mssql_cdc.pipeline`` imports the source only from here.
+docs/reference/bronze-schema.md), and the surface the stream and the snapshots use:
+:func:`register`, a bootstrap's :func:`snapshot_position`, a seed's :func:`seed_position`, the
+data-loss check before a query starts (:func:`find_loss`) and the capture instances of a schema
+(:func:`schema_capture_instances`). ``mssql_cdc.pipeline`` and
+``mssql_cdc.snapshots`` import the source only from here.
 
 Importing this package does not import PySpark; :mod:`mssql_cdc.source.datasource` does.
 """

@@ -7,8 +7,8 @@ stream wrote them (``apply_changes``, ``reconcile``, ``newest_snapshot``). A :cl
 is that bound to a stream (its ``app_id``) in one generation: each of its commit methods picks
 the commit's transaction (``ids``) and ``userMetadata`` (``metadata``) and appends through the
 one writer of bronze or of the facts table; its read methods ask ``landed``,
-``snapshot_events`` and ``checkpoint``. Feature code hands it rows and typed facts rows and
-never names a transaction. Building either reads nothing.
+``snapshot_events``, ``checkpoint`` and ``generations``. Feature code hands it rows and typed
+facts rows and never names a transaction. Building either reads nothing.
 
 Every commit calls :data:`commit_hook` (when set) just before it starts and just after it
 landed, with its kind (:data:`CommitKind`) and transaction: the backfill and re-snapshot crash
