@@ -408,11 +408,10 @@ class DeltaSink:
         0180). Where it does not exist yet (the first batch of a new facts table), the table is
         created from its declaration on a thread of its own (``warmup.start_beside``) and its
         state computed there (not queued to the warmer, whose queue may hold other tables),
-        beside the bronze write instead of first thing in the facts step (ADR 0199); the thread
-        is joined before the facts commit, and if it failed the facts commit creates the table
-        itself, as before. With ``warm_state`` off nothing runs beside the batch's own jobs.
-        The thread started goes into ``beside``: joined before the facts commit, and when the
-        batch fails before it."""
+        beside the bronze write instead of first thing in the facts step (ADR 0199); if it
+        failed, the facts commit creates the table itself, as before. With ``warm_state`` off
+        nothing runs beside the batch's own jobs. The thread started goes into ``beside``:
+        joined before the facts commit, and when the batch fails before it."""
         facts = self.facts
         if facts is None or self._warm_state is None:
             return
