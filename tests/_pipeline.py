@@ -1,9 +1,13 @@
-"""Helpers of the pipeline tests: the test database (``dbo.orders``, ``dbo.other``) and
-bronze read back in the forms the tests compare."""
+"""Helpers of the server-backed tests: the test database (``dbo.orders``, ``dbo.other``), its
+``source`` fixture (registered for every folder by tests/conftest.py; tests/source and some
+silver files define their own), and bronze read back in the forms the tests compare."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, ClassVar
+
+import pytest
 
 from cdc_source import CdcSource
 
@@ -72,3 +76,14 @@ def latest_images(spark, path) -> list[tuple[object, ...]]:
     for r in rows:
         latest[r["id"]] = r
     return sorted((r["id"], r["name"], r["qty"]) for r in latest.values() if r["_operation"] != 1)
+
+
+@pytest.fixture
+def source(sql_server) -> Iterator[Source]:
+    """``dbo.orders`` and ``dbo.other`` with CDC on the test server."""
+    tables = {
+        "orders": "id int NOT NULL PRIMARY KEY, name nvarchar(20), qty int",
+        "other": "id int NOT NULL PRIMARY KEY, note nvarchar(20)",
+    }
+    with Source.opened(sql_server, sql_server.emulator, tables) as src:
+        yield src

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from _pipeline import source  # noqa: F401 (the dbo.orders/dbo.other fixture, for every folder)
 from local_spark import master, spark_config
 from mssql_cdc import _native
 
@@ -259,8 +260,8 @@ def emulator_levers(function: object) -> list[str]:
     ``emulator.<lever>`` or ``emu.<lever>`` in its module's helpers), each with what it stands
     for; ``[]`` when none is named."""
     pattern = r"\b(?:emulator|emu)\.([a-z_]+)"
-    for source in (_source(function), _source(inspect.getmodule(function))):
-        used = sorted(set(re.findall(pattern, source)) & set(EMULATOR_LEVERS))
+    for text in (_source(function), _source(inspect.getmodule(function))):
+        used = sorted(set(re.findall(pattern, text)) & set(EMULATOR_LEVERS))
         if used:
             return [f"{lever} ({EMULATOR_LEVERS[lever]})" for lever in used]
     return []
