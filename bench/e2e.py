@@ -18,7 +18,7 @@ paths are compared without Delta's write.
 
     .venv/bin/python bench/e2e.py [--rows 100000] [--partitions 1 2 4] [--facts]
         [--rows-per-commit 1000] [--rounds 2] [--whole-replies] [--max-commits-per-batch N]
-        [--noop]
+        [--noop] [--existing]
 
 ``--partitions`` takes several counts: the source is loaded once, then ``to_delta`` and the
 JDBC path run once per count (``numPartitions``; the JDBC source splits on ``id``), the floor
@@ -31,6 +31,10 @@ whole before its first packet (as before it streamed results, ADR 0175), to meas
 streaming changes in the same run. ``--max-commits-per-batch`` (Spark 4.2+) makes ``to_delta``'s
 run a catch-up of several micro-batches (``maxCommitsPerBatch``), each committed as in
 production: the per-batch steps then show what a batch after the first costs.
+``--existing`` lands every path into tables that already exist (a running stream's case rather
+than a first run's): ``to_delta``'s bronze and facts tables are created first, untimed, by another
+stream of the same tables reading only the source's last commit, and the JDBC path and the floor
+append to a table created first, untimed, with their rows' schema.
 The sink's per-step timings (its DEBUG line, docs/sink.md) are printed per batch. The
 mssql-jdbc jar is fetched with Maven (the version the driver tests pin). Prints a table and
 exits 0; a path that cannot run here is reported as n/a with the reason.
@@ -86,10 +90,19 @@ def _cause(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0][:120] if lines else ''}"
 
 
-def jdbc(spark: Any, emu: Any, jar: Path | None, out: Path | None, *, parts: int, keys: int) -> Any:
-    """Spark's JDBC source with mssql-jdbc over the change table, appended to Delta (``out``)
-    or read into the ``noop`` sink (``out`` None): ``(seconds, rows)`` or the reason it cannot
-    run."""
+def jdbc(
+    spark: Any,
+    emu: Any,
+    jar: Path | None,
+    out: Path | None,
+    *,
+    parts: int,
+    keys: int,
+    existing: bool = False,
+) -> Any:
+    """Spark's JDBC source with mssql-jdbc over the change table, appended to Delta (``out``;
+    ``existing``: to a table created first, untimed, with the rows' schema) or read into the
+    ``noop`` sink (``out`` None): ``(seconds, rows)`` or the reason it cannot run."""
     if jar is None:
         return "n/a: could not fetch mssql-jdbc with Maven"
     url = (
@@ -120,7 +133,10 @@ def jdbc(spark: Any, emu: Any, jar: Path | None, out: Path | None, *, parts: int
             reader.load().write.format("noop").mode("overwrite").save()
             seconds = time.perf_counter() - started
             return (seconds, reader.load().count())  # counted by another read, not timed
-        reader.load().write.format("delta").save(str(out))
+        if existing:
+            reader.load().limit(0).write.format("delta").save(str(out))
+            started = time.perf_counter()
+        reader.load().write.format("delta").mode("append").save(str(out))
         seconds = time.perf_counter() - started
         return (seconds, spark.read.format("delta").load(str(out)).count())
     except Exception as exc:  # a path that cannot run here is reported, not fatal
@@ -181,6 +197,13 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
         "(as before ADR 0175: no overlap of its encoding with the read), for comparison",
     )
     parser.add_argument(
+        "--existing",
+        action="store_true",
+        help="land into tables that exist: to_delta's bronze and facts tables are created first "
+        "(untimed) by another stream reading only the last source commit, and the JDBC path and "
+        "the floor append to a table created (untimed) with their schema",
+    )
+    parser.add_argument(
         "--noop",
         action="store_true",
         help="also read each source into Spark's noop sink (the read paths without Delta)",
@@ -211,6 +234,19 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
         commits = fill(emu, args.rows, rows_per_commit=args.rows_per_commit)
         with _native.connect(text, user="sa", password=emu.password) as conn:
             count = conn.scalar("SELECT COUNT(*) FROM cdc.dbo_bench_CT")
+            # the commit before the last: --existing's first stream reads only the last one
+            before_last = (
+                "0x"
+                + bytes(
+                    conn.scalar(
+                        "SELECT MAX(__$start_lsn) FROM cdc.dbo_bench_CT WHERE __$start_lsn < "
+                        "(SELECT MAX(__$start_lsn) FROM cdc.dbo_bench_CT)"
+                    )
+                    or bytes(10)
+                )
+                .hex()
+                .upper()
+            )
         print(
             f"# source: {count:,} change rows in {commits:,} commits ready in "
             f"{time.perf_counter() - started:.1f} s"
@@ -233,6 +269,20 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
                     variants.append(("to_delta whole", True))
                 for label, whole in variants:
                     name = f"{tag}p{parts}{'w' if whole else ''}"
+                    if args.existing:  # untimed: bronze and facts created by another stream
+                        pre = stream(spark, {**options, "startingLsn": before_last}).to_delta(
+                            str(work / f"bronze{name}"),
+                            app_id=f"pre{name}",
+                            checkpoint=str(work / f"precp{name}"),
+                            facts_table=str(work / f"facts{name}") if args.facts else None,
+                            trigger={"availableNow": True},
+                        )
+                        pre.awaitTermination()
+                    held = (
+                        spark.read.format("delta").load(str(work / f"bronze{name}")).count()
+                        if args.existing
+                        else 0
+                    )
                     # whole replies: every row in a result's first piece
                     render.FIRST_ROWS = sys.maxsize if whole else streamed
                     started = time.perf_counter()
@@ -252,11 +302,19 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
                             f"# round {round_} {label} p={parts} batch {progress['batchId']}: "
                             f"{progress['numInputRows']:,} rows, durations ms {durations}"
                         )
-                    landed = spark.read.format("delta").load(str(work / f"bronze{name}")).count()
+                    landed = (
+                        spark.read.format("delta").load(str(work / f"bronze{name}")).count() - held
+                    )
                     results[f"{label} p={parts}"] = (seconds, landed)
                     print(f"# round {round_} {label} p={parts}: {landed:,} rows in {seconds:.2f} s")
                 results[f"jdbc p={parts}"] = jdbc(
-                    spark, emu, jar, work / f"jdbc{name}", parts=parts, keys=args.rows
+                    spark,
+                    emu,
+                    jar,
+                    work / f"jdbc{name}",
+                    parts=parts,
+                    keys=args.rows,
+                    existing=args.existing,
                 )
                 print(f"# round {round_} jdbc p={parts}: {results[f'jdbc p={parts}']}", flush=True)
                 if args.noop:
@@ -279,8 +337,10 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
             first = f"{tag}p{args.partitions[0]}"
             df = spark.read.format("delta").load(str(work / f"bronze{first}")).cache()
             cached = df.count()
+            if args.existing:  # untimed: the table with the rows' schema
+                df.limit(0).write.format("delta").save(str(work / f"floor{tag}"))
             started = time.perf_counter()
-            df.write.format("delta").save(str(work / f"floor{tag}"))
+            df.write.format("delta").mode("append").save(str(work / f"floor{tag}"))
             results["floor"] = (time.perf_counter() - started, cached)
             df.unpersist()
             print(f"# round {round_} floor: {cached:,} rows in {results['floor'][0]:.2f} s")
