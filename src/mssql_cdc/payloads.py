@@ -174,9 +174,10 @@ class WaveChunk(TypedDict, total=False):
 class WaveMetadata(TypedDict, total=False):
     """The ``userMetadata`` of a chunked snapshot wave's bronze commit. This product writes
     ``app_id`` (the generation's sink id), ``event`` (``"snapshot_chunk"``), ``snapshot_lsn``
-    (S), ``capture_instance`` and ``chunks`` (the plan indexes the wave holds); the reference's
-    ``backfill``, ``wave``, ``lsn``, ``attempt`` and per-chunk :class:`WaveChunk` entries are
-    not written (the wave's ``snapshot_chunk`` facts rows hold those figures)."""
+    (S), ``capture_instance``, ``chunks`` (the plan indexes the wave holds), ``attempt`` (the
+    ``backfill()`` call's token: which run's wave it is) and ``lsn`` (the wave's stamp); the
+    reference's ``backfill``, ``wave`` and per-chunk :class:`WaveChunk` entries are not
+    written (the wave's ``snapshot_chunk`` facts rows hold those figures)."""
 
     app_id: str
     event: Literal["snapshot_chunk"]

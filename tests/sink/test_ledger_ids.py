@@ -27,6 +27,7 @@ S = "0x0000002A000000010001"
         (ids.chunked_open("orders", 0), ("orders#snapshots", 0)),
         (ids.chunk_plan("orders", S), (f"orders#snapplan.{S}", 0)),
         (ids.chunk_wave("orders", S, 5), (f"orders#snapchunks.{S}", 5)),
+        (ids.chunk_facts("orders", S, 3), (f"orders#snapchunks.{S}", 3)),
         # generation 2: micro-batches, switch, plan and waves use the generation's sink id;
         # the re-snapshot and the chunked open the user's app_id
         (ids.micro_batch(ids.sink_id("orders", 2), 0), ("orders.g2", 0)),

@@ -10,18 +10,21 @@ Runs on the driver, in the calling Python process (it must reach SQL Server). On
 2. plans it once: the first call cuts the table into chunks of ``chunk_rows`` keys
    (:func:`mssql_cdc.source.plan_chunks`) and records the plan in the ``snapshot_plan`` facts
    row; every later call, after any crash, reads the plan back and never plans again;
-3. repairs a crash between a wave's bronze append and its facts rows: the ledger says which
-   chunks bronze holds (the version of the wave commits is the wave's last chunk, and chunks
-   land in plan order), the missing ``snapshot_chunk`` rows are written from the rows bronze
-   holds;
+3. brings the facts up to bronze (after a crash between a wave's append and its facts rows,
+   or another run's wave): the ledger says which chunks bronze holds (the version of the wave
+   commits is the newest wave's first chunk, the wave's own commit lists its chunks, and chunks
+   land in plan order), and the ``snapshot_chunk`` rows from the one after the last the facts
+   record are written from the rows bronze holds;
 4. reads waves: before each, pauses (``waiting_headroom``) when the stream's newest facts row
    shows less retention headroom than ``min_headroom_hours`` (minus that row's age), or
    (``waiting_metrics``) when the stream has written no micro-batch facts row yet; stops with
    ``running`` when ``max_waves``/``max_seconds`` ran out; records the wave's stamp L
    (``sys.fn_cdc_get_max_lsn()``, >= S), reads the next chunks through
    ``format("mssql_cdc_snapshot")`` with ``snapshotChunks`` (one partition per chunk, rows
-   stamped L), appends them in one commit (keyed by the wave's last chunk: a replay is skipped
-   by Delta), then writes one ``snapshot_chunk`` row per chunk (same key on the facts table);
+   stamped L), appends them in one commit (keyed by the wave's first chunk: a replay is
+   skipped by Delta, and so is a wave another run landed from the same or a later chunk), then
+   brings the facts up to bronze as in 3 (one ``snapshot_chunk`` row per chunk, keyed by the
+   first chunk of the rows written, on the facts table);
 5. after the last chunk, writes the row that makes the snapshot complete
    (``TargetLedger.newest_complete``; min = max = S, rows = the chunks' sum):
    ``bootstrap``, or for a chunked re-snapshot after data loss (generation ``n`` > 0, opened by
@@ -29,9 +32,10 @@ Runs on the driver, in the calling Python process (it must reach SQL Server). On
    row (ADR 0163).
 
 Two calls on one snapshot at once follow each other: a wave another run landed first (the
-ledger's check before the append, :class:`~mssql_cdc.sink.WaveOvertakenError`) or committed at
-the same moment (a Delta conflict) is not written again; the call re-reads the facts and goes on
-after it (docs/bootstrap.md, "Overlapping runs").
+ledger's check before the append, :class:`~mssql_cdc.sink.WaveOvertakenError`), landed after
+that check (Delta skips this run's append: ADR 0200) or committed at the same moment (a Delta
+conflict) is not written again; the call re-reads the facts and goes on after it
+(docs/bootstrap.md, "Overlapping runs").
 
 The headroom pause reads the newest micro-batch row of the snapshot's generation; a NULL
 headroom there is unknown, not short: no pause, one WARNING (ADR 0164).
@@ -46,7 +50,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +60,9 @@ from mssql_cdc.sink import (
     ChunkFact,
     ChunkLanded,
     SnapshotPlanned,
+    WaveCommit,
     WaveOvertakenError,
+    WaveRows,
     is_conflict,
     utc_now,
 )
@@ -157,6 +164,8 @@ class _Run:
     ledger: Ledger
     args: BackfillArgs
     sink_id: str
+    #: this call's token in its waves' ``userMetadata``: its own wave told from another run's
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @property
     def target(self) -> TableRef:
@@ -266,16 +275,48 @@ def _plan(run: _Run, snap: ChunkedSnapshot) -> dict[str, Any]:
     return plan if recorded is None else recorded
 
 
-def _record(run: _Run, snap: ChunkedSnapshot, plan: dict[str, Any], wave: _Wave) -> list[ChunkFact]:
-    """Writes the ``snapshot_chunk`` rows of the wave's chunks (landed in bronze) from the rows
-    bronze holds."""
-    numbers = wave.numbers
-    counts = run.ledger.chunk_rows(snap.snapshot_lsn, numbers)
-    last_chunk = numbers[-1]
-    facts = [
-        ChunkFact(n, counts[n], last_chunk, wave.stamp, wave.max_lsn, wave.ms, len(numbers))
-        for n in numbers
-    ]
+@dataclass(frozen=True)
+class _Wave:
+    """A wave this run read: its chunks, the stamp L they were read at, the server's max LSN
+    after the read, when it started and how long it took."""
+
+    numbers: list[int]
+    stamp: str
+    max_lsn: str
+    ms: int
+    started_at: datetime
+
+
+def _record(
+    run: _Run,
+    snap: ChunkedSnapshot,
+    plan: dict[str, Any],
+    numbers: list[int],
+    *,
+    newest: WaveCommit,
+    wave: _Wave | None,
+) -> None:
+    """Writes the ``snapshot_chunk`` rows of ``numbers`` (consecutive, landed in bronze, from
+    the one after the last the facts record, through ``newest``'s last) from the rows bronze
+    holds. ``wave``: this run's wave when ``newest`` is its commit; its chunks get the wave's
+    stamp and pace. Any other chunk (landed by another run, or by a wave whose facts a crash
+    lost) gets its rows' stamp, else (no rows) ``newest``'s stamp when it is in that wave,
+    else the snapshot's LSN, and no pace."""
+    landed = run.ledger.chunk_rows(snap.snapshot_lsn, numbers)
+    facts = []
+    for n in numbers:
+        rows, stamp = landed[n]
+        if wave is not None and n in wave.numbers:
+            facts.append(
+                ChunkFact(
+                    n, rows, wave.numbers[-1], wave.stamp, wave.max_lsn, wave.ms, len(wave.numbers)
+                )
+            )
+            continue
+        if stamp is None and newest.first <= n <= newest.last:
+            stamp = newest.stamp
+        at = stamp or snap.snapshot_lsn
+        facts.append(ChunkFact(n, rows, numbers[-1], at, at, None, len(numbers)))
     bounds = [(lo, hi) for lo, hi in plan["chunks"]]
     last = len(bounds) - 1
     run.ledger.record_chunks(
@@ -294,47 +335,11 @@ def _record(run: _Run, snap: ChunkedSnapshot, plan: dict[str, Any], wave: _Wave)
                 c.chunk == last,
                 c.wave_chunks,
                 c.wave_ms,
-                wave.started_at,
+                wave.started_at if wave is not None and c.wave_ms is not None else None,
             )
             for c in facts
         ],
     )
-    return facts
-
-
-@dataclass(frozen=True)
-class _Wave:
-    """A wave's chunks, the stamp L they were read at, the server's max LSN after the read,
-    and when it started and how long it took (``None`` for a repair)."""
-
-    numbers: list[int]
-    stamp: str
-    max_lsn: str
-    ms: int | None = None
-    started_at: datetime | None = None
-
-
-def _repair(
-    run: _Run, snap: ChunkedSnapshot, plan: dict[str, Any], chunks: dict[int, ChunkFact]
-) -> None:
-    """Writes the facts rows of chunks bronze holds but the facts lack (a crash between a
-    wave's append and its facts commit)."""
-    landed = run.ledger.chunks_appended(snap)
-    missing = [n for n in range(landed + 1) if n not in chunks]
-    if not missing:
-        return
-    log.info(
-        "%s: chunks %d-%d of the snapshot at %s are in %s without their facts rows (an "
-        "interrupted wave): recording them from bronze",
-        run.sink_id,
-        missing[0],
-        missing[-1],
-        snap.snapshot_lsn,
-        run.target.text,
-    )
-    repair = _Wave(missing, stamp=snap.snapshot_lsn, max_lsn=snap.snapshot_lsn)
-    for fact in _record(run, snap, plan, repair):
-        chunks[fact.chunk] = fact
 
 
 def _headroom_pause(run: _Run, sink_id: str) -> tuple[BackfillState, str] | None:
@@ -400,9 +405,11 @@ def _wave_size(run: _Run, chunks: dict[int, ChunkFact]) -> int:
     return parts * rounds
 
 
-def _read_wave(
-    run: _Run, snap: ChunkedSnapshot, plan: dict[str, Any], numbers: list[int]
-) -> list[ChunkFact]:
+def _read_wave(run: _Run, snap: ChunkedSnapshot, plan: dict[str, Any], numbers: list[int]) -> _Wave:
+    """Reads the chunks ``numbers`` at a fresh stamp and appends them to bronze (the ledger
+    raises ``WaveOvertakenError`` when bronze holds them already; Delta skips the append, and
+    reads nothing, when another run's wave landed from one of them since: only the wave's
+    commit in bronze tells, :func:`_catch_up`)."""
     stamp = str(run.reader.position().lsn)
     stamp = max(stamp, snap.snapshot_lsn)
     started_at, clock = utc_now(), time.monotonic()
@@ -416,20 +423,12 @@ def _read_wave(
         stamp,
     )
     df = run.reader.chunks_frame(stamp, [[n, *plan["chunks"][n]] for n in numbers])
-    run.ledger.append_wave(snap, numbers, df, run.reader.capture_instance)
+    run.ledger.append_wave(
+        snap, WaveRows(numbers, df, run.reader.capture_instance, run.token, stamp)
+    )
     max_lsn = str(run.reader.position().lsn)
     wave_ms = round((time.monotonic() - clock) * 1000)
-    facts = _record(run, snap, plan, _Wave(numbers, stamp, max_lsn, wave_ms, started_at))
-    log.info(
-        "%s: backfill wave of chunks %d-%d done: %d chunks, %d rows in %.1f s",
-        run.sink_id,
-        numbers[0],
-        numbers[-1],
-        len(numbers),
-        sum(f.rows for f in facts),
-        wave_ms / 1000,
-    )
-    return facts
+    return _Wave(numbers, stamp, max_lsn, wave_ms, started_at)
 
 
 def _close(run: _Run, snap: ChunkedSnapshot, chunks: dict[int, ChunkFact]) -> None:
@@ -520,6 +519,8 @@ def backfill(reader: TableReader, ledger: Ledger, args: BackfillArgs) -> Backfil
         ValueError: the stream has a full snapshot of the target open (an interrupted
             ``to_delta`` bootstrap or re-snapshot: rerun it), or the table's key changed since
             the plan.
+        RuntimeError: the facts record the plan's last chunk with others missing (written
+            by hand, or by overlapping runs of an earlier build).
     """
     if args.isolation is not None:
         reader = reader.with_isolation(args.isolation)
@@ -533,7 +534,7 @@ def backfill(reader: TableReader, ledger: Ledger, args: BackfillArgs) -> Backfil
     chunks = dict(snap.chunks)
     if snap.complete:
         return _status(snap, plan, chunks, "done", waves=0)
-    _repair(run, snap, plan, chunks)
+    snap, chunks, _ = _catch_up(run, snap, plan, None)
     planned = len(plan["chunks"])
     clock, waves = time.monotonic(), 0
     while len(chunks) < planned:
@@ -547,6 +548,15 @@ def backfill(reader: TableReader, ledger: Ledger, args: BackfillArgs) -> Backfil
             log.info("%s: backfill paused (%s): %s", run.sink_id, state, reason)
             return _status(snap, plan, chunks, state, waves=waves, reason=reason)
         first = max(chunks, default=-1) + 1
+        if first >= planned:  # the facts record the plan's last chunk but not every chunk
+            raise RuntimeError(
+                f"{run.sink_id}: the facts table records chunks of the snapshot at "
+                f"{snap.snapshot_lsn} with gaps (missing: "
+                f"{sorted(set(range(planned)) - set(chunks))[:20]}): written by hand or by "
+                "overlapping backfill() runs of an earlier build. Check it with "
+                "reconcile(..., facts_table=...) (its CHUNK_TILING rows), then open a new "
+                "snapshot (CdcStream.snapshot(..., resnapshot=True))"
+            )
         numbers = list(range(first, min(first + _wave_size(run, chunks), planned)))
         landed, snap, chunks = _wave(run, snap, plan, chunks, numbers)
         waves += landed
@@ -562,16 +572,46 @@ def _wave(
     chunks: dict[int, ChunkFact],
     numbers: list[int],
 ) -> tuple[bool, ChunkedSnapshot, dict[int, ChunkFact]]:
-    """Reads and lands the wave ``numbers``: ``(True, snap, chunks)`` with its facts added, or,
-    when another run committed those chunks first, ``(False, ...)`` as the facts now are."""
+    """Reads and lands the wave ``numbers``, then brings the facts up to bronze
+    (:func:`_catch_up`): ``(True, snap, chunks)`` when this run appended it, ``(False, ...)``
+    when another run committed chunks from its first one first; ``snap`` and ``chunks`` as the
+    facts table then has them."""
     try:
-        for fact in _read_wave(run, snap, plan, numbers):
-            chunks[fact.chunk] = fact
+        wave: _Wave | None = _read_wave(run, snap, plan, numbers)
     except Exception as exc:
         if not isinstance(exc, WaveOvertakenError) and not is_conflict(exc):
             raise
-        return (False, *_follow(run, snap, plan, numbers, exc))
-    return True, snap, chunks
+        log.info(
+            "%s: another backfill() run of the snapshot at %s committed chunks from %d while "
+            "this one was about to (%s); its rows stand, this run goes on after them",
+            run.sink_id,
+            snap.snapshot_lsn,
+            numbers[0],
+            type(exc).__name__,
+        )
+        wave = None
+    snap, chunks, landed = _catch_up(run, snap, plan, wave)
+    if wave is not None and not landed:
+        log.info(
+            "%s: another backfill() run of the snapshot at %s landed chunks from %d while this "
+            "one read them (Delta skipped this run's append); its rows stand, this run goes on "
+            "after them",
+            run.sink_id,
+            snap.snapshot_lsn,
+            numbers[0],
+        )
+    elif wave is not None:
+        done = [chunks[n] for n in wave.numbers if n in chunks]
+        log.info(
+            "%s: backfill wave of chunks %d-%d done: %d chunks, %d rows in %.1f s",
+            run.sink_id,
+            numbers[0],
+            numbers[-1],
+            len(done),
+            sum(f.rows for f in done),
+            wave.ms / 1000,
+        )
+    return landed, snap, chunks
 
 
 def _finish(
@@ -583,57 +623,78 @@ def _finish(
     except Exception as exc:
         if not is_conflict(exc):
             raise
-        snap, chunks = _follow(run, snap, plan, [len(plan["chunks"]) - 1], exc)
+        log.info(
+            "%s: another backfill() run completed the snapshot at %s at the same moment (%s)",
+            run.sink_id,
+            snap.snapshot_lsn,
+            type(exc).__name__,
+        )
+        snap, chunks, _ = _catch_up(run, snap, plan, None)
         if not snap.complete:
             raise
     return snap, chunks
 
 
-#: how many times in a row :func:`_follow` re-reads while the other run keeps committing
-_FOLLOW_ATTEMPTS = 20
+#: how many times in a row :func:`_catch_up` re-reads while other runs keep committing
+_CATCH_UP_READS = 20
 
 
-def _follow(
-    run: _Run, snap: ChunkedSnapshot, plan: dict[str, Any], numbers: list[int], why: Exception
-) -> tuple[ChunkedSnapshot, dict[int, ChunkFact]]:
-    """What landed, re-read after another ``backfill()`` run of the same snapshot committed the
-    chunks ``numbers`` this run was about to write (``why``: the ledger found them in bronze,
-    or Delta reported a concurrent commit). Nothing of this run's commit landed; the other
-    run's rows and facts rows stand, and chunks in bronze without facts rows are recorded
-    (:func:`_repair`). Returns the snapshot and its chunks as the facts table now has them.
+def _catch_up(
+    run: _Run, snap: ChunkedSnapshot, plan: dict[str, Any], wave: _Wave | None
+) -> tuple[ChunkedSnapshot, dict[int, ChunkFact], bool]:
+    """Re-reads the facts and writes the ``snapshot_chunk`` rows of the chunks bronze holds
+    past the last one they record (this run's ``wave``, another run's, or a wave whose facts a
+    crash lost), until the facts reach what bronze held when asked. Another run recording the
+    same chunks first makes Delta skip this run's rows (or report a conflict): read again.
+
+    Returns the snapshot and its chunks as the facts table then has them, and whether
+    ``wave`` is in bronze as this run's commit (bronze's newest wave names this run's token).
 
     Raises:
-        ValueError: the stream's chunked snapshot is no longer the one this run was reading.
-        RuntimeError: it kept changing for :data:`_FOLLOW_ATTEMPTS` reads.
+        ValueError: the stream's chunked snapshot is no longer ``snap`` (another run closed
+            it and a new one opened).
+        RuntimeError: the facts kept changing for :data:`_CATCH_UP_READS` reads.
     """
-    log.info(
-        "%s: another backfill() run of the snapshot at %s committed chunks from %d while this "
-        "one was about to (%s); its rows stand, this run goes on after them",
-        run.sink_id,
-        snap.snapshot_lsn,
-        numbers[0],
-        type(why).__name__,
-    )
-    for _ in range(_FOLLOW_ATTEMPTS):
+    landed: int | None = None
+    mine = False
+    for _ in range(_CATCH_UP_READS):
         fresh = run.ledger.chunked()
         if fresh is None or fresh.snapshot_lsn != snap.snapshot_lsn:
             raise ValueError(
                 f"{run.sink_id}: the chunked snapshot at {snap.snapshot_lsn} of "
                 f"{run.target.text} is no longer the stream's open one (another run closed it "
                 "and a new one opened): call backfill() again"
-            ) from why
+            )
         chunks = dict(fresh.chunks)
-        if fresh.complete:
-            return fresh, chunks
+        recorded = max(chunks, default=-1)
+        if fresh.complete or (landed is not None and recorded >= landed):
+            return fresh, chunks, mine
+        newest = run.ledger.newest_wave(fresh)
+        if newest is None:
+            return fresh, chunks, mine
+        landed = newest.last
+        mine = mine or (wave is not None and newest.run == run.token)
+        if recorded >= landed:
+            return fresh, chunks, mine
+        missing = list(range(recorded + 1, landed + 1))
+        if not mine or not set(missing) <= set(wave.numbers if wave else ()):
+            log.info(
+                "%s: chunks %d-%d of the snapshot at %s are in %s without their facts rows "
+                "(landed by another backfill() run, or a wave a crash interrupted): recording "
+                "them from bronze",
+                run.sink_id,
+                missing[0],
+                missing[-1],
+                snap.snapshot_lsn,
+                run.target.text,
+            )
         try:
-            _repair(run, fresh, plan, chunks)
+            _record(run, fresh, plan, missing, newest=newest, wave=wave if mine else None)
         except Exception as exc:
             if not is_conflict(exc):
                 raise
-            continue  # the other run recorded those chunks meanwhile: read again
-        return fresh, chunks
     raise RuntimeError(
         f"{run.sink_id}: the snapshot at {snap.snapshot_lsn} kept changing under this "
-        f"backfill() run ({_FOLLOW_ATTEMPTS} reads): another run is committing to it; call "
+        f"backfill() run ({_CATCH_UP_READS} reads): another run is committing to it; call "
         "backfill() again when that run is done"
-    ) from why
+    )

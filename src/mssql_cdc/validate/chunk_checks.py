@@ -152,7 +152,7 @@ def check_chunks(
     if snap is None:
         return None, []
     records = [ChunkRecord.of(r) for r in events.chunk_records(snap.snapshot_lsn)]
-    held = ledger.chunk_rows(snap.snapshot_lsn, None)
+    held = {n: rows for n, (rows, _) in ledger.chunk_rows(snap.snapshot_lsn, None).items()}
     return snap.snapshot_lsn, chunk_failures(
         snap.snapshot_lsn, records, held, complete=snap.complete
     )

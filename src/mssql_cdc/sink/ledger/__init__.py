@@ -17,7 +17,7 @@ from mssql_cdc.sink.ledger.generations import (
 )
 from mssql_cdc.sink.ledger.identity import sink_arguments
 from mssql_cdc.sink.ledger.ids import stream_of_sink
-from mssql_cdc.sink.ledger.landed import LastBatch
+from mssql_cdc.sink.ledger.landed import LastBatch, WaveCommit
 from mssql_cdc.sink.ledger.ledger import (
     BatchDecision,
     CommitKind,
@@ -26,6 +26,7 @@ from mssql_cdc.sink.ledger.ledger import (
     SnapshotKind,
     TargetLedger,
     WaveOvertakenError,
+    WaveRows,
 )
 from mssql_cdc.sink.ledger.rewind import Recorded, Verdict
 from mssql_cdc.sink.ledger.snapshot_events import (
@@ -55,7 +56,9 @@ __all__ = [
     "SnapshotOpen",
     "TargetLedger",
     "Verdict",
+    "WaveCommit",
     "WaveOvertakenError",
+    "WaveRows",
     "sink_arguments",
     "stream_of_sink",
 ]

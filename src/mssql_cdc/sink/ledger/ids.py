@@ -24,8 +24,10 @@ from the user's ``app_id`` unless noted. ``S`` is a snapshot's LSN.
 * a chunked snapshot's ``snapshot_open`` row: ``<app_id>#snapshots``, the generation
   (:func:`chunked_open`);
 * its ``snapshot_plan`` row: ``<sink>#snapplan.<S>``, 0 (:func:`chunk_plan`);
-* each wave's bronze rows and ``snapshot_chunk`` rows: ``<sink>#snapchunks.<S>``, the wave's
-  last chunk number (:func:`chunk_wave`).
+* each wave's bronze rows: ``<sink>#snapchunks.<S>``, the wave's first chunk number
+  (:func:`chunk_wave`); the ``snapshot_chunk`` rows of a run of chunks: the same id on the facts
+  table, the run's first chunk number (:func:`chunk_facts`). Keyed by the first chunk, a wave
+  (or a run of facts rows) lands only right after the last one (ADR 0200).
 
 A full snapshot's ``snapshot_open`` row carries no transaction (each run that reads the table
 writes one).
@@ -44,6 +46,7 @@ __all__ = [
     "belongs",
     "bootstrap",
     "bronze_id",
+    "chunk_facts",
     "chunk_plan",
     "chunk_wave",
     "chunk_wave_id",
@@ -220,7 +223,18 @@ def chunk_wave_id(sink: str, snapshot_lsn: str) -> str:
     return f"{sink}#snapchunks.{snapshot_lsn}"
 
 
-def chunk_wave(sink: str, snapshot_lsn: str, last_chunk: int) -> Txn:
-    """The transaction of a wave's bronze append and of its ``snapshot_chunk`` rows: version
-    the wave's last chunk number (chunks land in plan order, so it says which landed)."""
-    return Txn(chunk_wave_id(sink, snapshot_lsn), last_chunk)
+def chunk_wave(sink: str, snapshot_lsn: str, first_chunk: int) -> Txn:
+    """The transaction of a wave's bronze append: version the wave's first chunk number.
+
+    Every run starts a wave right after the last chunk it saw in bronze, so a wave lands only
+    when no wave from the same or a later chunk did, and then exactly after the last one: two
+    ``backfill()`` runs whose waves start alike but end apart cannot both land (ADR 0200). The
+    chunks bronze holds are the recorded wave's, up to its last (``landed.wave_end``)."""
+    return Txn(chunk_wave_id(sink, snapshot_lsn), first_chunk)
+
+
+def chunk_facts(sink: str, snapshot_lsn: str, first_chunk: int) -> Txn:
+    """The transaction of the ``snapshot_chunk`` rows of a run of chunks bronze holds, from
+    the one after the last the facts table records: version the run's first chunk number (the
+    rule of :func:`chunk_wave`, on the facts table)."""
+    return Txn(chunk_wave_id(sink, snapshot_lsn), first_chunk)

@@ -25,11 +25,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LastBatch",
+    "WaveCommit",
     "bootstrap_lsn",
     "chunk_rows",
     "find_snapshot",
     "last_batch",
     "newest_headroom",
+    "newest_wave",
     "newest_whole_snapshot",
     "recorded_targets",
     "snapshot_rows",
@@ -299,20 +301,21 @@ def snapshot_rows(spark: SparkSession, target: TableRef, lsn: str) -> tuple[int,
 
 def chunk_rows(
     spark: SparkSession, target: TableRef, snapshot_lsn: str, chunks: Sequence[int] | None
-) -> dict[int, int]:
-    """Rows per chunk of the chunked snapshot ``snapshot_lsn`` in the target, for ``chunks``
-    (0 for a chunk without rows), or for every chunk the target holds rows of (``None``). One
-    Spark job."""
+) -> dict[int, tuple[int, str | None]]:
+    """``(rows, stamp)`` per chunk of the chunked snapshot ``snapshot_lsn`` in the target: the
+    chunk's rows and the LSN they were read at (their ``_start_lsn``), for each of ``chunks``
+    (``(0, None)`` for a chunk without rows), or for every chunk the target holds rows of
+    (``None``). One Spark job."""
     from pyspark.sql import functions as sf
 
-    counts = dict.fromkeys(chunks or (), 0)
+    found: dict[int, tuple[int, str | None]] = dict.fromkeys(chunks or (), (0, None))
     if (chunks is not None and not chunks) or not target.exists(spark):
-        return counts
+        return found
     df = target.read(spark)
     if "_chunk" not in df.columns or "_snapshot" not in df.columns:
-        return counts
+        return found
     which = sf.lit(True) if chunks is None else sf.col("_chunk").isin(*chunks)
-    found = (
+    rows = (
         df.where(
             (sf.col("_operation") == 0)
             & (sf.col("_snapshot") == snapshot_lsn)
@@ -320,8 +323,86 @@ def chunk_rows(
             & which
         )
         .groupBy("_chunk")
-        .count()
+        .agg(sf.count(sf.lit(1)).alias("n"), sf.max("_start_lsn").alias("stamp"))
         .collect()
     )
-    counts.update({int(r["_chunk"]): int(r["count"]) for r in found})
-    return counts
+    found.update({int(r["_chunk"]): (int(r["n"]), r["stamp"]) for r in rows})
+    return found
+
+
+#: how many of bronze's newest commits :func:`newest_wave` reads, in turn, before it reads them
+#: all (a call after a long pause finds its wave far back)
+_HISTORY_STEPS = (25, 1000)
+
+
+@dataclass(frozen=True)
+class WaveCommit:
+    """The newest wave commit of a chunked snapshot in bronze: its first and last chunk, and
+    the ``backfill()`` run token and stamp its ``userMetadata`` names (``None`` in waves of
+    earlier builds, or when bronze's history no longer holds the commit)."""
+
+    first: int
+    last: int
+    run: str | None = None
+    stamp: str | None = None
+
+
+def newest_wave(
+    spark: SparkSession, target: TableRef, sink: str, snapshot_lsn: str, version: int
+) -> WaveCommit:
+    """The wave commit of the chunked snapshot ``snapshot_lsn`` that recorded ``version`` under
+    ``<sink>#snapchunks.<S>``: the commit whose ``userMetadata`` (``metadata.chunk_wave``)
+    lists ``version`` among its chunks (the wave's first chunk; its last chunk in waves written
+    before this rule, ADR 0200), read from bronze's history (``DESCRIBE HISTORY``, the newest
+    25 commits, then 1,000, then all).
+
+    When the history no longer holds it (older than the table's
+    ``delta.logRetentionDuration``): the chunks from ``version`` to the highest of ``version``
+    and the chunks bronze holds rows of, which misses only chunks without rows at that wave's
+    end (read again, harmlessly, by the next wave: they add no row twice)."""
+    from pyspark.sql import functions as sf
+
+    for limit in (*_HISTORY_STEPS, None):
+        text = f"DESCRIBE HISTORY {target.sql}" + ("" if limit is None else f" LIMIT {limit}")
+        rows = spark.sql(text).select("userMetadata").collect()
+        for commit in rows:
+            found = _wave_commit(commit["userMetadata"], sink, snapshot_lsn, version)
+            if found is not None:
+                return found
+        if limit is not None and len(rows) < limit:
+            break  # that was the whole history
+    df = target.read(spark)
+    row = (
+        df.where((sf.col("_snapshot") == snapshot_lsn) & sf.col("_chunk").isNotNull())
+        .agg(sf.max("_chunk"))
+        .first()
+    )
+    most = None if row is None else row[0]
+    return WaveCommit(version, version if most is None else max(version, int(most)))
+
+
+def _wave_commit(text: str | None, sink: str, snapshot_lsn: str, version: int) -> WaveCommit | None:
+    """The wave a commit's ``userMetadata`` ``text`` describes when it is ``sink``'s wave of
+    the snapshot ``snapshot_lsn`` that holds chunk ``version``; ``None`` for any other commit
+    (another kind, sink, snapshot or range, or no JSON)."""
+    try:
+        meta = json.loads(text or "")
+    except ValueError:
+        return None
+    if not isinstance(meta, dict) or meta.get("event") != "snapshot_chunk":
+        return None
+    chunks = meta.get("chunks")
+    if (
+        meta.get("app_id") != sink
+        or meta.get("snapshot_lsn") != snapshot_lsn
+        or not isinstance(chunks, list)
+        or version not in chunks
+    ):
+        return None
+    run, stamp = meta.get("attempt"), meta.get("lsn")
+    return WaveCommit(
+        min(int(c) for c in chunks),
+        max(int(c) for c in chunks),
+        run if isinstance(run, str) else None,
+        stamp if isinstance(stamp, str) else None,
+    )

@@ -37,7 +37,7 @@ from mssql_cdc.sink.facts import (
 )
 from mssql_cdc.sink.ledger import checkpoint, identity, ids, landed, metadata, rewind
 from mssql_cdc.sink.ledger.generations import Generations, GenerationState
-from mssql_cdc.sink.ledger.landed import LastBatch
+from mssql_cdc.sink.ledger.landed import LastBatch, WaveCommit
 from mssql_cdc.sink.ledger.rewind import Recorded, Verdict
 from mssql_cdc.sink.ledger.snapshot_events import (
     SNAPSHOT_EVENTS,
@@ -63,6 +63,7 @@ __all__ = [
     "SnapshotKind",
     "TargetLedger",
     "WaveOvertakenError",
+    "WaveRows",
     "commit_hook",
 ]
 
@@ -94,6 +95,19 @@ def _commit(kind: CommitKind, txn: Txn | None, write: Callable[[], None]) -> Non
     write()
     if commit_hook is not None:
         commit_hook(kind, "after", txn)
+
+
+@dataclass(frozen=True)
+class WaveRows:
+    """A wave of a chunked snapshot to append: its chunk numbers (consecutive), its rows
+    (lazy: read by the append), the capture instance they were read from, the ``backfill()``
+    run's token and the stamp (LSN) the rows were read at."""
+
+    chunks: Sequence[int]
+    rows: DataFrame
+    capture_instance: str
+    run: str
+    stamp: str
 
 
 class WaveOvertakenError(Exception):
@@ -223,9 +237,12 @@ class TargetLedger:
         """The newest micro-batch row of ``sink_id`` (the facts table must exist)."""
         return landed.last_batch(self.spark, self._facts(), sink_id)
 
-    def chunk_rows(self, snapshot_lsn: str, chunks: Sequence[int] | None) -> dict[int, int]:
-        """Rows per chunk of the chunked snapshot ``snapshot_lsn`` in bronze (``None``: every
-        chunk bronze holds rows of)."""
+    def chunk_rows(
+        self, snapshot_lsn: str, chunks: Sequence[int] | None
+    ) -> dict[int, tuple[int, str | None]]:
+        """``(rows, stamp)`` per chunk of the chunked snapshot ``snapshot_lsn`` in bronze, for
+        each of ``chunks`` (``(0, None)``: no rows), or for every chunk bronze holds rows of
+        (``None``)."""
         return landed.chunk_rows(self.spark, self.target, snapshot_lsn, chunks)
 
     def open_snapshots(self) -> list[ChunkedSnapshot]:
@@ -568,33 +585,55 @@ class Ledger(TargetLedger):
             return None
         return again.plan
 
-    def chunks_appended(self, snap: ChunkedSnapshot) -> int:
-        """The last chunk number of ``snap`` bronze holds (``-1``: none): the version of its
-        ``<sink>#snapchunks.<S>`` commits (chunks land in plan order)."""
-        wave = ids.chunk_wave_id(snap.app_id, snap.snapshot_lsn)
-        return landed.snapshot_txn_version(self.spark, self.target, wave)
+    def newest_wave(self, snap: ChunkedSnapshot) -> WaveCommit | None:
+        """The newest wave of ``snap`` bronze holds (``None``: none): the wave whose first chunk
+        the ``<sink>#snapchunks.<S>`` version records (``landed.newest_wave``). Waves land in
+        plan order, each right after the last (``ids.chunk_wave``), so bronze holds every
+        chunk up to its last."""
+        lsn = snap.snapshot_lsn
+        first = landed.snapshot_txn_version(
+            self.spark, self.target, ids.chunk_wave_id(snap.app_id, lsn)
+        )
+        if first < 0:
+            return None
+        return landed.newest_wave(self.spark, self.target, snap.app_id, lsn, first)
 
-    def append_wave(
-        self, snap: ChunkedSnapshot, chunks: Sequence[int], rows: DataFrame, capture_instance: str
-    ) -> None:
-        """Appends a wave of ``snap`` (rows carrying their ``_chunk``) in one commit,
-        ``_snapshot`` = its LSN, once (``<sink>#snapchunks.<S>``, version the wave's last
-        chunk number)."""
+    def chunks_appended(self, snap: ChunkedSnapshot) -> int:
+        """The last chunk number of ``snap`` bronze holds (``-1``: none)."""
+        newest = self.newest_wave(snap)
+        return -1 if newest is None else newest.last
+
+    def append_wave(self, snap: ChunkedSnapshot, wave: WaveRows) -> None:
+        """Appends a wave of ``snap`` (``wave.rows`` carrying their ``_chunk``;
+        ``wave.chunks`` consecutive and starting right after the last chunk bronze holds) in
+        one commit, ``_snapshot`` = its LSN, once (``<sink>#snapchunks.<S>``, version the
+        wave's first chunk number; its ``userMetadata`` names the chunks, the run's token and
+        the stamp).
+
+        Delta skips the append, silently, when a wave from the same or a later chunk landed
+        since the check below: then bronze holds other chunks than ``chunks``, and only
+        :meth:`chunks_appended` says which (ADR 0200).
+
+        Raises:
+            WaveOvertakenError: bronze already holds chunks from the first of ``chunks`` on
+                (another ``backfill()`` run landed them): nothing was read or written.
+        """
         from pyspark.sql import functions as sf
 
-        lsn = snap.snapshot_lsn
-        out = rows.withColumn("_batch_id", sf.lit(None).cast("int")).withColumn(
+        lsn, chunks = snap.snapshot_lsn, wave.chunks
+        out = wave.rows.withColumn("_batch_id", sf.lit(None).cast("int")).withColumn(
             "_snapshot", sf.lit(lsn).cast("string")
         )
-        txn = ids.chunk_wave(snap.app_id, lsn, chunks[-1])
-        meta = metadata.chunk_wave(snap.app_id, lsn, capture_instance, chunks)
+        txn = ids.chunk_wave(snap.app_id, lsn, chunks[0])
+        meta = metadata.chunk_wave(
+            snap.app_id, lsn, wave.capture_instance, chunks, run=wave.run, stamp=wave.stamp
+        )
         bronze = self.tables.bronze
 
         def write() -> None:
-            # Delta skips this append only when bronze holds the whole wave; another run that
-            # landed a shorter wave from the same first chunk would leave its chunks twice.
-            # Asked as late as possible: a commit after this check, before the append's
-            # transaction starts, is the one window left (docs/bootstrap.md)
+            # asked before the rows are read (the read runs inside the append): a wave another
+            # run landed is not read again; one landed after this question makes Delta skip
+            # this append (its version is not above that wave's first chunk)
             landed_through = self.chunks_appended(snap)
             if landed_through >= chunks[0]:
                 raise WaveOvertakenError(lsn, chunks[0], landed_through)
@@ -603,10 +642,13 @@ class Ledger(TargetLedger):
         _commit("chunk_wave", txn, write)
 
     def record_chunks(self, snap: ChunkedSnapshot, landed_chunks: Sequence[ChunkLanded]) -> None:
-        """Appends the ``snapshot_chunk`` rows of a wave in one commit, under the transaction
-        of its bronze append (version the highest chunk number)."""
+        """Appends the ``snapshot_chunk`` rows of consecutive chunks bronze holds, starting
+        right after the last chunk the facts table records, in one commit
+        (``<sink>#snapchunks.<S>`` on the facts table, version the first chunk number: Delta
+        skips it, silently, when another run recorded from that chunk on first; re-read the
+        facts to know)."""
         lsn = snap.snapshot_lsn
-        txn = ids.chunk_wave(snap.app_id, lsn, max(c.chunk for c in landed_chunks))
+        txn = ids.chunk_facts(snap.app_id, lsn, min(c.chunk for c in landed_chunks))
         meta = metadata.snapshot_fact(snap.app_id, "snapshot_chunk", lsn)
         table = self.tables.facts_table
         _commit(

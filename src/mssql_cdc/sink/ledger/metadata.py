@@ -54,15 +54,22 @@ def snapshot(
     return json.dumps(meta)
 
 
-def chunk_wave(sink: str, lsn: str, capture_instance: str, chunks: Sequence[int]) -> str:
+def chunk_wave(
+    sink: str, lsn: str, capture_instance: str, chunks: Sequence[int], *, run: str, stamp: str
+) -> str:
     """A chunk wave's bronze commit's: ``{"app_id", "event": "snapshot_chunk", "snapshot_lsn",
-    "capture_instance", "chunks"}``."""
+    "capture_instance", "chunks", "attempt", "lsn"}`` (``attempt``: the ``backfill()`` call's
+    token ``run``, which tells a run its own wave from another run's; ``lsn``: the ``stamp``
+    the chunks were read at, which an empty chunk's rows cannot say; the two keys the
+    reference's wave metadata gives them). Waves of earlier builds lack the last two."""
     meta = {
         "app_id": sink,
         "event": "snapshot_chunk",
         "snapshot_lsn": lsn,
         "capture_instance": capture_instance,
         "chunks": list(chunks),
+        "attempt": run,
+        "lsn": stamp,
     }
     return json.dumps(meta)
 
