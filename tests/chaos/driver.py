@@ -10,7 +10,8 @@ its predecessor was killed:
 
 * ``stream``: ``to_delta`` (the main job);
 * ``bootstrap_full``/``bootstrap_chunked``: ``to_delta(bootstrap=True[, snapshot="chunked"])``,
-  and for chunked a thread calling ``backfill(max_waves=1)`` until ``done``;
+  and for chunked a thread calling ``backfill(max_waves=1)`` until ``done`` (in half the
+  chunked trials a second such thread with its own ``numPartitions``, 1 or 3: overlapping runs);
 * ``snapshot``: the planned ``snapshot()`` calls, then ``to_delta(bootstrap=True)``;
 * ``seed``: ``seed()`` of the copy the harness read, then ``to_delta(bootstrap=True)``;
 * ``resnapshot_full``/``resnapshot_chunked``: generation 0 to the end (availableNow), then,
@@ -209,13 +210,20 @@ def stopped(job: Job) -> Callable[[], bool]:
 # ---- threads next to the stream ------------------------------------------------------------
 
 
-def backfill_loop(spark: Any, job: Job) -> None:
-    """``backfill`` one wave at a time until ``done`` (a pause or no snapshot yet: again)."""
+def backfill_loop(
+    spark: Any, job: Job, name: str = "backfill", partitions: int | None = None
+) -> None:
+    """``backfill`` one wave at a time until ``done`` (a pause or no snapshot yet: again).
+    ``name``: the thread's phase and progress name; ``partitions``: its own ``numPartitions``
+    (a second run next to the first reads waves of another size, ADR 0200)."""
     args = job["backfill"]
-    cdc = stream(spark, job["options"])
+    options = dict(job["options"])
+    if partitions is not None:
+        options["numPartitions"] = str(partitions)
+    cdc = stream(spark, options)
     while True:
         try:
-            job.phase("backfill", "wave")
+            job.phase(name, "wave")
             status = cdc.backfill(
                 job["bronze"],
                 app_id=job["app_id"],
@@ -226,13 +234,13 @@ def backfill_loop(spark: Any, job: Job) -> None:
                 min_headroom_hours=args.get("min_headroom_hours"),
             )
         except Exception as exc:
-            job.phase("backfill", "failed")
-            job.failed("backfill", exc)
+            job.phase(name, "failed")
+            job.failed(name, exc)
             time.sleep(0.5)
             continue
-        job.phase("backfill", status.state)
+        job.phase(name, status.state)
         if status.done:
-            job.record("backfill", "done")
+            job.record(name, "done")
             return
         if status.paused:
             time.sleep(0.5)  # pacing: a paused backfill is asked again, as a scheduler would
@@ -359,6 +367,9 @@ def main(job_file: str, start: int) -> int:
         generation_zero(spark, job)
     if job.get("backfill") and not job.progress().get("backfill"):
         threads.append(_thread(backfill_loop, spark, job))
+    overlap = (job.get("backfill") or {}).get("overlap_partitions")
+    if overlap and not job.progress().get("backfill2"):  # a second run, overrunning into it
+        threads.append(_thread(backfill_loop, spark, job, "backfill2", overlap))
     if job.get("silver"):
         threads.append(_thread(silver_loop, spark, job, silver_done))
     job.phase("main", "stream")

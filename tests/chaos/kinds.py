@@ -118,6 +118,9 @@ def plan_kind(kind: str, seed: int, *, large: int = 0) -> KindPlan:
     if kind in ("bootstrap_chunked", "resnapshot_chunked"):
         params["chunk_rows"] = max((prefill + large) // rng.randint(4, 10), 1)
         params["min_headroom_hours"] = rng.choice([None, 1.0])
+        # its own generator, so that the draws above (and every older seed's plan) stay put
+        overlap = random.Random(f"chaos-overlap:{kind}:{seed}")
+        params["overlap_partitions"] = overlap.choice([None, 1, 3])
     elif kind == "snapshot":
         n = rng.randint(2, 4)
         params["calls"] = [
@@ -179,6 +182,7 @@ def job(
         spec["backfill"] = {
             "chunk_rows": p["chunk_rows"],
             "min_headroom_hours": p["min_headroom_hours"],
+            "overlap_partitions": p.get("overlap_partitions"),
         }
     if kind == "snapshot":
         spec["snapshot"] = {"calls": p["calls"]}
