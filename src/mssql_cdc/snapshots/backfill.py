@@ -573,9 +573,9 @@ def _wave(
     numbers: list[int],
 ) -> tuple[bool, ChunkedSnapshot, dict[int, ChunkFact]]:
     """Reads and lands the wave ``numbers``, then brings the facts up to bronze
-    (:func:`_catch_up`): ``(True, snap, chunks)`` when this run appended it, ``(False, ...)``
-    when another run committed chunks from its first one first; ``snap`` and ``chunks`` as the
-    facts table then has them."""
+    (:func:`_catch_up`): ``(True, snap, chunks)`` when bronze's newest wave is this run's
+    (it landed), ``(False, ...)`` when another run committed chunks from its first one first
+    (or landed a wave after it); ``snap`` and ``chunks`` as the facts table then has them."""
     try:
         wave: _Wave | None = _read_wave(run, snap, plan, numbers)
     except Exception as exc:
@@ -593,9 +593,9 @@ def _wave(
     snap, chunks, landed = _catch_up(run, snap, plan, wave)
     if wave is not None and not landed:
         log.info(
-            "%s: another backfill() run of the snapshot at %s landed chunks from %d while this "
-            "one read them (Delta skipped this run's append); its rows stand, this run goes on "
-            "after them",
+            "%s: bronze's newest wave of the snapshot at %s is another backfill() run's, not "
+            "this run's wave from chunk %d (Delta skipped this run's append, or the other run's "
+            "wave followed it); the rows in bronze stand, this run goes on after them",
             run.sink_id,
             snap.snapshot_lsn,
             numbers[0],
