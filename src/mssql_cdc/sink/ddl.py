@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["create_table_sql", "quote_identifier", "sql_string"]
+__all__ = [
+    "columns_ddl",
+    "create_table_sql",
+    "quote_identifier",
+    "run_alter_properties",
+    "run_create_table",
+    "sql_string",
+]
 
 
 def quote_identifier(name: str) -> str:
@@ -42,6 +49,18 @@ def _type_sql(data_type: Any) -> str:  # noqa: ANN401  # a str or a Spark DataTy
     return str(data_type.simpleString())
 
 
+def columns_ddl(columns: Sequence[tuple[str, Any, str | None]]) -> str:
+    """``(name, type, comment)`` columns as the column list of a DDL statement (``name TYPE
+    COMMENT '...'``, names quoted), which ``CREATE TABLE`` and a schema string both take."""
+    cols = []
+    for name, data_type, column_comment in columns:
+        col = f"{quote_identifier(name)} {_type_sql(data_type)}"
+        if column_comment is not None:
+            col += f" COMMENT {sql_string(column_comment)}"
+        cols.append(col)
+    return ", ".join(cols)
+
+
 def create_table_sql(
     table_sql: str,
     columns: Sequence[tuple[str, Any, str | None]],
@@ -54,14 +73,8 @@ def create_table_sql(
     Args:
         columns: ``(name, type, comment)``; ``type`` a SQL type string or a Spark ``DataType``.
     """
-    cols = []
-    for name, data_type, column_comment in columns:
-        col = f"{quote_identifier(name)} {_type_sql(data_type)}"
-        if column_comment is not None:
-            col += f" COMMENT {sql_string(column_comment)}"
-        cols.append(col)
     props = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items())
-    statement = f"CREATE TABLE IF NOT EXISTS {table_sql} ({', '.join(cols)}) USING delta"
+    statement = f"CREATE TABLE IF NOT EXISTS {table_sql} ({columns_ddl(columns)}) USING delta"
     statement += f" COMMENT {sql_string(comment)}"
     if props:
         statement += f" TBLPROPERTIES ({props})"
@@ -77,3 +90,10 @@ def run_create_table(
 ) -> None:
     """Runs :func:`create_table_sql`."""
     spark.sql(create_table_sql(table_sql, columns, comment, properties))
+
+
+def run_alter_properties(spark: SparkSession, table_sql: str, properties: dict[str, str]) -> None:
+    """Sets ``properties`` on the table ``table_sql`` (``comment``: the table comment) in one
+    ``ALTER TABLE ... SET TBLPROPERTIES``."""
+    props = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items())
+    spark.sql(f"ALTER TABLE {table_sql} SET TBLPROPERTIES ({props})")

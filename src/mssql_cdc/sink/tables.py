@@ -44,7 +44,7 @@ __all__ = [
     "table_ref",
 ]
 
-from mssql_cdc.sink.ddl import quote_identifier, run_create_table
+from mssql_cdc.sink.ddl import columns_ddl, quote_identifier, run_alter_properties, run_create_table
 from mssql_cdc.sink.schemas import TableKind
 from mssql_cdc.sink.txn_ids import has_delta_log
 
@@ -329,7 +329,42 @@ def create_table(
             raise
         log.info("%s was created by another writer at the same time; using it", ref.text)
         return
+    if ref.path is not None and not ref.exists(spark):
+        _create_over_empty_log(spark, ref, columns, comment, props)
+        return
     log.info("created Delta table %s (unless it existed)", ref.text)
+
+
+def _create_over_empty_log(
+    spark: SparkSession,
+    ref: TableRef,
+    columns: Sequence[tuple[str, Any, str | None]],
+    comment: str,
+    properties: dict[str, str],
+) -> None:
+    """Creates the path table ``ref`` whose ``_delta_log`` directory exists without a commit
+    or checkpoint: what a creation interrupted by a crash leaves (Delta makes the directory,
+    and ``_staged_commits`` in it, before it writes the first commit). ``CREATE TABLE IF NOT
+    EXISTS`` takes that directory for a table and does nothing, so every later read or write
+    would fail with ``DELTA_TABLE_NOT_FOUND``. An append of no rows writes the first commit
+    whatever the directory holds (the columns with their comments, the ``delta.`` properties
+    as its options); the table comment and the other properties follow in a second commit. A
+    writer that created the table meanwhile is not harmed: the append adds nothing."""
+    log.warning(
+        "%s: its _delta_log holds no commit (a creation interrupted by a crash); creating "
+        "the table again",
+        ref.text,
+    )
+    assert ref.path is not None
+    writer = spark.createDataFrame([], columns_ddl(columns)).write.format("delta")
+    for key, value in properties.items():
+        if key.startswith("delta."):
+            writer = writer.option(key, value)
+    writer.mode("append").save(ref.path)
+    rest = {k: v for k, v in properties.items() if not k.startswith("delta.")}
+    rest["comment"] = comment
+    run_alter_properties(spark, ref.sql, rest)
+    log.info("created Delta table %s over an empty _delta_log", ref.text)
 
 
 def ensure_table(
