@@ -330,7 +330,12 @@ def create_table(
         log.info("%s was created by another writer at the same time; using it", ref.text)
         return
     if ref.path is not None and not ref.exists(spark):
-        _create_over_empty_log(spark, ref, columns, comment, props)
+        try:
+            _create_over_empty_log(spark, ref, columns, comment, props)
+        except Exception as exc:  # another writer's creation went first
+            if not _lost_race(exc) or not _adopt(spark, ref):
+                raise
+            log.info("%s was created by another writer at the same time; using it", ref.text)
         return
     log.info("created Delta table %s (unless it existed)", ref.text)
 
@@ -363,7 +368,12 @@ def _create_over_empty_log(
     writer.mode("append").save(ref.path)
     rest = {k: v for k, v in properties.items() if not k.startswith("delta.")}
     rest["comment"] = comment
-    run_alter_properties(spark, ref.sql, rest)
+    try:
+        run_alter_properties(spark, ref.sql, rest)
+    except Exception as exc:  # a first append by another writer at that moment: once more
+        if not _lost_race(exc):
+            raise
+        run_alter_properties(spark, ref.sql, rest)
     log.info("created Delta table %s over an empty _delta_log", ref.text)
 
 
