@@ -61,6 +61,11 @@ def columns_ddl(columns: Sequence[tuple[str, Any, str | None]]) -> str:
     return ", ".join(cols)
 
 
+def _properties_sql(properties: dict[str, str]) -> str:
+    """``'key' = 'value', ...``: the inside of ``TBLPROPERTIES (...)``."""
+    return ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items())
+
+
 def create_table_sql(
     table_sql: str,
     columns: Sequence[tuple[str, Any, str | None]],
@@ -73,11 +78,10 @@ def create_table_sql(
     Args:
         columns: ``(name, type, comment)``; ``type`` a SQL type string or a Spark ``DataType``.
     """
-    props = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items())
     statement = f"CREATE TABLE IF NOT EXISTS {table_sql} ({columns_ddl(columns)}) USING delta"
     statement += f" COMMENT {sql_string(comment)}"
-    if props:
-        statement += f" TBLPROPERTIES ({props})"
+    if properties:
+        statement += f" TBLPROPERTIES ({_properties_sql(properties)})"
     return statement
 
 
@@ -95,5 +99,4 @@ def run_create_table(
 def run_alter_properties(spark: SparkSession, table_sql: str, properties: dict[str, str]) -> None:
     """Sets ``properties`` on the table ``table_sql`` (``comment``: the table comment) in one
     ``ALTER TABLE ... SET TBLPROPERTIES``."""
-    props = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items())
-    spark.sql(f"ALTER TABLE {table_sql} SET TBLPROPERTIES ({props})")
+    spark.sql(f"ALTER TABLE {table_sql} SET TBLPROPERTIES ({_properties_sql(properties)})")

@@ -21,7 +21,7 @@ import os
 import posixpath
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -322,22 +322,25 @@ def create_table(
     if any(needs_column_mapping(name) for name, _, _ in columns):
         props.update(COLUMN_MAPPING_PROPERTIES)
     # SQL, not DeltaTable.createIfNotExists: no Delta Connect plugin needed (ADR 0061)
+    if not _created(spark, ref, lambda: run_create_table(spark, ref.sql, columns, comment, props)):
+        return
+    if ref.path is not None and not ref.exists(spark):
+        _created(spark, ref, lambda: _create_over_empty_log(spark, ref, columns, comment, props))
+        return
+    log.info("created Delta table %s (unless it existed)", ref.text)
+
+
+def _created(spark: SparkSession, ref: TableRef, create: Callable[[], None]) -> bool:
+    """Runs ``create``; ``False`` when it lost the race to another writer creating ``ref`` at
+    the same time, whose table is then readable and adopted (else the error is raised)."""
     try:
-        run_create_table(spark, ref.sql, columns, comment, props)
+        create()
     except Exception as exc:
         if not _lost_race(exc) or not _adopt(spark, ref):
             raise
         log.info("%s was created by another writer at the same time; using it", ref.text)
-        return
-    if ref.path is not None and not ref.exists(spark):
-        try:
-            _create_over_empty_log(spark, ref, columns, comment, props)
-        except Exception as exc:  # another writer's creation went first
-            if not _lost_race(exc) or not _adopt(spark, ref):
-                raise
-            log.info("%s was created by another writer at the same time; using it", ref.text)
-        return
-    log.info("created Delta table %s (unless it existed)", ref.text)
+        return False
+    return True
 
 
 def _create_over_empty_log(
