@@ -177,8 +177,12 @@ class RealServer:
             self.sql(f"CREATE USER [{login}] FOR LOGIN [{login}]")
             self.sql(f"GRANT SELECT ON cdc.lsn_time_mapping TO [{login}]")
             self.sql(f"GRANT SELECT ON cdc.change_tables TO [{login}]")
-        self.sql(f"GRANT SELECT ON [{schema}].[{table}] TO [{login}]")
-        self.sql(f"GRANT SELECT ON cdc.[{capture_instance}_CT] TO [{login}]")
+
+        def q(name: str) -> str:  # a bracketed identifier, ``]`` doubled
+            return "[" + name.replace("]", "]]") + "]"
+
+        self.sql(f"GRANT SELECT ON {q(schema)}.{q(table)} TO [{login}]")
+        self.sql(f"GRANT SELECT ON cdc.{q(capture_instance + '_CT')} TO [{login}]")
 
 
 def reader_login() -> tuple[str, str] | None:

@@ -26,10 +26,17 @@ from mssql_cdc.errors import ResultShapeError, SqlServerError
 from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.clock import ServerClock, resolve_clock
 from mssql_cdc.source.entra import connect_token, native_connection_string
-from mssql_cdc.source.sql import change_function, change_table, quote_name, table_name
+from mssql_cdc.source.sql import (
+    change_function,
+    change_table,
+    changed_instances_query,
+    quote_name,
+    table_name,
+)
 from mssql_cdc.source.tokens import access_token
 
 __all__ = [
+    "CHANGED_PER_STATEMENT",
     "CaptureInstance",
     "CapturedColumn",
     "CdcClient",
@@ -95,6 +102,11 @@ ALIAS_TYPES_SQL = (
     "FROM sys.types AS t WHERE t.is_user_defined = 1"
 )
 
+#: capture instances per statement of :meth:`CdcClient.changed_instances` (about 170 bytes of
+#: text each): no documented limit on ``UNION ALL`` branches applies below the 256 MB batch
+#: ("Maximum capacity specifications for SQL Server"), but a statement too complex to compile
+#: fails (error 8623), so a database of hundreds of instances is asked in a few statements
+CHANGED_PER_STATEMENT = 250
 #: the columns of ``sys.sp_cdc_help_change_data_capture`` the client reads
 INSTANCE_COLUMNS = (
     "capture_instance",
@@ -552,6 +564,25 @@ class CdcClient:
             [low, high],
         ).to_pylist()
         return [(Lsn(bytes(r["l"])), int(r["n"])) for r in rows]
+
+    def changed_instances(
+        self, capture_instances: Sequence[str], after: Lsn, upto: Lsn
+    ) -> frozenset[str]:
+        """The names among ``capture_instances`` whose change table holds a row with
+        ``after < __$start_lsn <= upto``: one statement per :data:`CHANGED_PER_STATEMENT`
+        instances (``sql.changed_instances_query``), none for an empty sequence.
+
+        Raises:
+            SqlServerError: from the server; an instance dropped since it was listed is error
+                208 (invalid object name), a change table the login may not read is 229.
+        """
+        names = list(capture_instances)
+        found: set[str] = set()
+        for first in range(0, len(names), CHANGED_PER_STATEMENT):
+            part = names[first : first + CHANGED_PER_STATEMENT]
+            rows = self.rows(changed_instances_query(part), [after, upto], needs=("i",))
+            found.update(part[int(r["i"])] for r in rows)
+        return frozenset(found)
 
 
 def _commit(row: dict[str, Any]) -> Commit:

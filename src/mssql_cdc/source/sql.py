@@ -26,6 +26,7 @@ __all__ = [
     "change_function",
     "change_query",
     "change_table",
+    "changed_instances_query",
     "check_select",
     "column_expression",
     "key_at_least",
@@ -171,6 +172,33 @@ def change_query(
         "WHERE c.__$start_lsn >= @P1 AND c.__$start_lsn <= @P2 "
         f"ORDER BY {', '.join(order)}"
     )
+
+
+def changed_instances_query(capture_instances: Sequence[str]) -> str:
+    """Which of ``capture_instances`` hold a change row with ``@P1 < __$start_lsn <= @P2``: one
+    row per such instance, column ``i`` (int) its position in the sequence, in no order.
+
+    One branch per change table, ``SELECT <i> WHERE EXISTS (SELECT 1 FROM cdc.[<ci>_CT] WHERE
+    ...)``, joined by ``UNION ALL``; both LSNs are parameters shared by every branch, so the
+    statement holds two parameters however many instances it names (SQL Server allows 2,100 per
+    request) and its text is the same for the same instances, which lets the server reuse its
+    plan. SQL Server has no per-table "last change" anywhere (``cdc.change_tables`` holds only
+    the low endpoint, ``cdc.lsn_time_mapping`` no table), so the change tables themselves are
+    asked; an ``EXISTS`` stops at the first row it finds. Both ends are bounded so that asking
+    again for the same range gives the same answer. Callers keep a statement to a few hundred
+    instances (:data:`~mssql_cdc.source.client.CHANGED_PER_STATEMENT`).
+
+    Raises:
+        ValueError: ``capture_instances`` is empty.
+    """
+    if not capture_instances:
+        raise ValueError("changed_instances_query: no capture instance given")
+    branches = [
+        f"SELECT {i}{' AS i' if i == 0 else ''} WHERE EXISTS (SELECT 1 FROM "
+        f"{change_table(name)} WHERE __$start_lsn > @P1 AND __$start_lsn <= @P2)"
+        for i, name in enumerate(capture_instances)
+    ]
+    return " UNION ALL ".join(branches)
 
 
 def _bound(sql_type: str, param: int) -> str:
