@@ -25,6 +25,7 @@ from mssql_cdc._timezones import windows_to_iana
 __all__ = [
     "BOOL",
     "CAPTURE_INSTANCE",
+    "ENDING_LSN",
     "INT32_MAX",
     "LSN",
     "OPTIONAL_TEXT",
@@ -34,6 +35,7 @@ __all__ = [
     "TEXT",
     "TIME_ZONE",
     "TOKEN_PROVIDER",
+    "EndingLsn",
     "Kind",
     "RefusedError",
     "StartingLsn",
@@ -48,6 +50,7 @@ T = TypeVar("T")
 C = TypeVar("C", bound=str)
 
 StartingLsn = Literal["earliest", "latest"] | Lsn
+EndingLsn = Literal["latest"] | Lsn
 
 INT32_MAX = 2**31 - 1
 _DIGITS = re.compile(r"\+?[0-9]{1,10}")  # ASCII digits only; the range is checked after
@@ -217,6 +220,20 @@ STARTING_LSN: Kind[StartingLsn] = Kind(
     f"earliest, latest, or an LSN below {_LARGEST_LSN} such as 0x0000002A000001F40003",
     _starting_lsn,
     bad=("newest", _LARGEST_LSN, "ffffffffffffffffffff", *_LSN_BAD),
+)
+
+
+def _ending_lsn(value: str) -> EndingLsn:
+    if value.strip().lower() == "latest":
+        return "latest"
+    return _lsn(value)
+
+
+#: where a batch read of changes ends (that LSN's changes included)
+ENDING_LSN: Kind[EndingLsn] = Kind(
+    "latest, or an LSN such as 0x0000002A000001F40003",
+    _ending_lsn,
+    bad=("earliest", "newest", *_LSN_BAD),
 )
 
 

@@ -32,6 +32,7 @@ from mssql_cdc.connection_string import password_is_entra_secret
 from mssql_cdc.option_kinds import (
     BOOL,
     CAPTURE_INSTANCE,
+    ENDING_LSN,
     LSN,
     OPTIONAL_TEXT,
     SNAPSHOT_CHUNKS,
@@ -40,6 +41,7 @@ from mssql_cdc.option_kinds import (
     TEXT,
     TIME_ZONE,
     TOKEN_PROVIDER,
+    EndingLsn,
     Kind,
     RefusedError,
     StartingLsn,
@@ -297,6 +299,15 @@ class ReaderOptions:
         read_by="stream",
         doc="new checkpoints only: `earliest`, `latest`, or an LSN taken as already processed",
     )
+    ending_lsn: EndingLsn = _option(
+        "endingLsn",
+        ENDING_LSN,
+        default="latest",
+        default_doc="`latest`",
+        read_by="stream",
+        doc="batch reads (`spark.read`) only: the last LSN read, `latest` = the newest commit "
+        "when the read is planned; see [data-sources.md](data-sources.md#changes-as-a-batch)",
+    )
     max_commits_per_batch: int | None = _option(
         "maxCommitsPerBatch",
         count(),
@@ -435,6 +446,7 @@ class SourceOptions(TypedDict, total=False):
     columns: str
     includeCommandId: str
     startingLsn: str
+    endingLsn: str
     maxCommitsPerBatch: str
     numPartitions: str
     arrowBatchSize: str

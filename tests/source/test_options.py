@@ -43,7 +43,7 @@ def test_names_match_ignoring_case_as_spark_lowercases_them():
 
 
 def test_every_documented_option_is_known():
-    assert len(OPTION_NAMES) == 24
+    assert len(OPTION_NAMES) == 25
     assert "backend" not in OPTION_NAMES
     assert "fakepath" not in OPTION_NAMES
 

@@ -1,4 +1,5 @@
-"""The Spark Python data sources ``mssql_cdc`` (stream) and ``mssql_cdc_snapshot`` (batch).
+"""The Spark Python data sources ``mssql_cdc`` (a stream of change rows, or one range of them as a
+batch) and ``mssql_cdc_snapshot`` (batch).
 
 This module imports PySpark; ``import mssql_cdc`` does not import it (ADR 0004). On Spark 4.2
 the stream reader implements admission control (``latestOffset(start, limit)``,
@@ -145,7 +146,8 @@ class _BaseDataSource(DataSource):
 
 
 class MssqlCdcDataSource(_BaseDataSource):
-    """``format("mssql_cdc")``: SQL Server CDC change rows as a stream."""
+    """``format("mssql_cdc")``: SQL Server CDC change rows as a stream, or the rows of one LSN
+    range as a batch (``spark.read``: ``startingLsn`` < LSN <= ``endingLsn``)."""
 
     @classmethod
     def name(cls) -> str:
@@ -166,7 +168,19 @@ class MssqlCdcDataSource(_BaseDataSource):
         reader = kind(self._options(), schema, self._partitions())
         with reader.run_warnings.collecting():
             warn_unknown(reader.options)
+            if any(k.lower() == "endinglsn" for k in self.options):
+                log.warning(
+                    "endingLsn has no effect on a stream (it ends a batch read, spark.read); "
+                    "an availableNow trigger stops at the newest commit when the query starts"
+                )
         return reader
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """The batch reader of the changes ``startingLsn < LSN <= endingLsn``. Runs on the
+        driver, once per read."""
+        options = self._options()
+        warn_unknown(options)
+        return ChangesReader(options, schema, self._partitions())
 
 
 class MssqlCdcSnapshotDataSource(_BaseDataSource):
@@ -330,3 +344,44 @@ class SnapshotReader(DataSourceReader):
         """The range's rows. Executor, once per partition."""
         assert isinstance(partition, SnapshotRange)
         return read_snapshot(self.options, self.arrow_schema, partition)
+
+
+class ChangesReader(DataSourceReader):
+    """The change rows of ``startingLsn < LSN <= endingLsn`` as one batch: the partitions a
+    stream's micro-batch over that range gets (the same planner: retention checked first,
+    schema changes reviewed, commit-aligned ranges), read by the same task code, so the rows
+    are the ones that micro-batch would hold. The driver's connection is closed once planned."""
+
+    #: change rows a range holds at least before the read is split (tests lower it)
+    min_rows_per_partition = MIN_ROWS_PER_PARTITION
+
+    def __init__(self, options: ReaderOptions, schema: StructType, partitions: int) -> None:
+        self.options = options
+        self.default_partitions = partitions
+        self.spec = ReadSpec(options, arrow_schema(schema))
+        self.columns = _captured(schema)
+
+    def __repr__(self) -> str:
+        return f"ChangesReader(captureInstance={self.options.capture_instance!r})"
+
+    def partitions(self) -> Sequence[InputPartition]:
+        """Commit-aligned LSN ranges of the read. Driver, once per read.
+
+        Raises:
+            ValueError: ``endingLsn`` past ``sys.fn_cdc_get_max_lsn()``.
+            DataLossError: changes of the range were purged and ``failOnDataLoss`` is true.
+        """
+        planner = StreamPlanner(
+            self.options, self.columns, self.default_partitions, self.min_rows_per_partition
+        )
+        try:
+            start = planner.initial_offset()
+            end = planner.ending_offset(start)
+            return ship_token(self.options, list(planner.plan(start, end)))
+        finally:
+            planner.close()
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The range's change rows as Arrow batches. Executor, once per partition."""
+        assert isinstance(partition, ChangeRange)
+        return read_changes(self.spec, partition)

@@ -146,6 +146,33 @@ class StreamPlanner:
 
         return self._retry("latestOffset", call)
 
+    def ending_offset(self, start: dict[str, str]) -> dict[str, str]:
+        """The end of a batch read of changes after ``start`` (``endingLsn``): ``latest``, the
+        newest commit now; an LSN, itself. Never before ``start`` (an empty read then).
+
+        Raises:
+            ValueError: ``endingLsn`` is past the newest commit the capture job recorded
+                (``sys.fn_cdc_get_max_lsn()``): changes up to it may still be uncaptured.
+        """
+
+        def call() -> dict[str, str]:
+            begin = offset_lsn(start)
+            newest = self.client.max_commit()
+            end = self.options.ending_lsn
+            if end == "latest":
+                if newest is None or newest.lsn <= begin:
+                    return make_offset(begin, offset_time(start))
+                return self._offset(newest, offset_time(start))
+            if newest is None or newest.lsn < end:
+                raise ValueError(
+                    f"endingLsn {end} is past the newest commit the capture job has recorded "
+                    f"({'none yet' if newest is None else newest.lsn}): its changes may not be "
+                    "captured yet; give an LSN at or below sys.fn_cdc_get_max_lsn(), or latest"
+                )
+            return make_offset(max(end, begin), "")
+
+        return self._retry("endingOffset", call)
+
     def reported_offset(self) -> dict[str, str] | None:
         """The newest offset the last ``latest_offset`` saw (no query)."""
         newest = self.seen.newest
