@@ -297,7 +297,8 @@ class ReaderOptions:
         default="earliest",
         default_doc="`earliest`",
         read_by="stream",
-        doc="new checkpoints only: `earliest`, `latest`, or an LSN taken as already processed",
+        doc="new checkpoints and batch reads only: `earliest`, `latest`, or an LSN taken as "
+        "already processed",
     )
     ending_lsn: EndingLsn = _option(
         "endingLsn",

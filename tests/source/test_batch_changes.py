@@ -104,6 +104,9 @@ def test_in_spark_a_batch_read_holds_the_rows_a_stream_of_the_range_lands(spark,
     assert len(in_range) == 3  # after `first`: the update's two images, then one insert
     assert batch.schema == spark.readStream.format("mssql_cdc").options(**options).load().schema
     assert sorted(tuple(r) for r in batch.collect()) == in_range
+    # an empty range plans no partition: Spark then reads one empty partition of its own
+    empty = spark.read.format("mssql_cdc").options(**source.options(startingLsn="latest"))
+    assert empty.load().collect() == []
 
 
 def test_an_ending_lsn_given_to_a_stream_is_a_warning(source, caplog):
@@ -123,3 +126,17 @@ def test_an_ending_lsn_given_to_a_stream_is_a_warning(source, caplog):
     with caplog.at_level("WARNING", logger="mssql_cdc.source"):
         plain.streamReader(plain.schema())
     assert not [r for r in caplog.records if "endingLsn" in r.getMessage()]
+
+
+def test_a_batch_read_writes_no_metrics_files_a_stream_would_fold_into_its_facts(
+    source, tmp_path, caplog
+):
+    commit(source, "INSERT INTO dbo.orders VALUES (1, N'a', 1)")
+    metrics = tmp_path / "metrics"
+    metrics.mkdir()
+    with caplog.at_level("WARNING", logger="mssql_cdc.source"):
+        r = reader(source, metricsPath=str(metrics))
+    assert r.options.metrics_path is None
+    assert len(rows_of(r)) == 1
+    assert list(metrics.iterdir()) == []
+    assert any("metricsPath has no effect" in rec.getMessage() for rec in caplog.records)

@@ -572,6 +572,11 @@ class CdcClient:
         ``after < __$start_lsn <= upto``: one statement per :data:`CHANGED_PER_STATEMENT`
         instances (``sql.changed_instances_query``), none for an empty sequence.
 
+        A purged range looks unchanged here: the caller applies the data-loss rule to the
+        range first (``retention``), passes every capture instance of each table (a table's
+        older instance holds its changes until the switch), and keeps ``upto`` at or below
+        ``sys.fn_cdc_get_max_lsn()`` so that asking again gives the same answer.
+
         Raises:
             SqlServerError: from the server; an instance dropped since it was listed is error
                 208 (invalid object name), a change table the login may not read is 229.

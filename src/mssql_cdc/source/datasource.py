@@ -10,6 +10,7 @@ used and ``maxCommitsPerBatch`` has no effect, which it says once per query (ADR
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Iterator, Sequence
@@ -356,6 +357,12 @@ class ChangesReader(DataSourceReader):
     min_rows_per_partition = MIN_ROWS_PER_PARTITION
 
     def __init__(self, options: ReaderOptions, schema: StructType, partitions: int) -> None:
+        if options.metrics_path is not None:
+            log.warning(
+                "metricsPath has no effect on a batch read of changes: its files are the "
+                "stream's, folded into its next micro-batch's facts row"
+            )
+            options = dataclasses.replace(options, metrics_path=None)
         self.options = options
         self.default_partitions = partitions
         self.spec = ReadSpec(options, arrow_schema(schema))
@@ -382,6 +389,9 @@ class ChangesReader(DataSourceReader):
             planner.close()
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """The range's change rows as Arrow batches. Executor, once per partition."""
-        assert isinstance(partition, ChangeRange)
+        """The range's change rows as Arrow batches; none for the one empty partition Spark
+        reads when :meth:`partitions` planned none (an empty range). Executor, once per
+        partition."""
+        if not isinstance(partition, ChangeRange):
+            return iter(())
         return read_changes(self.spec, partition)
