@@ -280,3 +280,29 @@ def test_what_the_emulator_lacks_is_an_error(admin):
         with pytest.raises(SqlServerError) as failed:
             rows(admin, sql)
         assert failed.value.number == number, sql
+
+
+def test_a_catalog_view_answers_every_shape_of_statement_whatever_columns_it_names(admin):
+    """A catalog view holds only the columns its statement names (a database of hundreds of
+    tables has thousands of sys.columns rows); the answers are those of the whole view."""
+    where = "WHERE object_id = OBJECT_ID(N'dbo.t')"
+    assert rows(admin, f"SELECT COUNT(*) AS n FROM sys.columns {where}") == [{"n": 10}]
+    whole = rows(admin, f"SELECT * FROM sys.columns {where} ORDER BY column_id")
+    qualified = rows(admin, f"SELECT c.* FROM sys.columns AS c {where} ORDER BY c.column_id")
+    assert len(whole) == 10
+    assert len(whole[0]) == 40  # SQL Server 2022's columns of sys.columns
+    assert qualified == whole
+    assert rows(
+        admin,
+        "SELECT t.name AS t, c.name AS c FROM sys.tables AS t JOIN sys.columns AS c "
+        "ON c.object_id = t.object_id WHERE t.name = N't' AND c.column_id <= 2 "
+        "ORDER BY c.column_id",
+    ) == [{"t": "t", "c": "id"}, {"t": "t", "c": "name"}]
+    assert rows(
+        admin,
+        "SELECT name FROM sys.tables AS t WHERE EXISTS (SELECT * FROM sys.columns AS c "
+        "WHERE c.object_id = t.object_id AND c.is_computed = 1)",
+    ) == [{"name": "t"}]
+    with pytest.raises(SqlServerError) as caught:
+        rows(admin, f"SELECT no_such_column FROM sys.columns {where}")
+    assert caught.value.number == 207

@@ -42,7 +42,12 @@ from mssql_cdc.emulator.engine.metadata import (
     quotename,
     unmodelled_class,
 )
-from mssql_cdc.emulator.engine.system_views import SYSTEM_SCHEMAS, system_view, view_table
+from mssql_cdc.emulator.engine.system_views import (
+    SYSTEM_SCHEMAS,
+    referenced_columns,
+    system_view,
+    view_table,
+)
 from mssql_cdc.emulator.engine.udfs import NAMES as UDF_NAMES
 from mssql_cdc.emulator.protocol.collations import lookup as lookup_collation
 from mssql_cdc.emulator.protocol.temporal import parse_temporal
@@ -344,7 +349,13 @@ class Rewriter:
             return self._table_function(node)
         if isinstance(node, exp.Table) and node.db.lower() in SYSTEM_SCHEMAS:
             view = system_view(
-                self.ctx.db, self.ctx.user, node.db, node.name, node.alias_or_name, self.ctx.spid
+                self.ctx.db,
+                self.ctx.user,
+                node.db,
+                node.name,
+                node.alias_or_name,
+                self.ctx.spid,
+                referenced_columns(node),
             )
             return view if view is not None else node
         if isinstance(node, (exp.Func, exp.Window)):  # COUNT, SUM, ISNULL...: typed, or 40517

@@ -43,7 +43,7 @@ from mssql_cdc.emulator.protocol.types import SqlType, scalar
 if TYPE_CHECKING:
     from mssql_cdc.emulator.engine.database import Database
 
-__all__ = ["SYSTEM_SCHEMAS", "VIEWS", "system_view", "view_table"]
+__all__ = ["SYSTEM_SCHEMAS", "VIEWS", "referenced_columns", "system_view", "view_table"]
 
 #: schemas whose objects are SQL Server's views (or the engine's own, never shown)
 SYSTEM_SCHEMAS = frozenset({"sys", "information_schema", "pg_catalog"})
@@ -94,17 +94,59 @@ def view_table(schema: str, name: str) -> TableDef | None:
     return TableDef(schema, name, [ColumnDef(c, t) for c, t in columns])
 
 
+def referenced_columns(table: exp.Table) -> frozenset[str] | None:
+    """The lower-cased names of the columns ``table``'s statement may take from it: those
+    qualified by its alias and every unqualified one; ``None`` (all of them) when the statement
+    selects ``*`` or ``<alias>.*``."""
+    alias = table.alias_or_name.lower()
+    root = table.root()
+    if any(isinstance(star.parent, exp.Select) for star in root.find_all(exp.Star)):
+        return None
+    names = set()
+    for column in root.find_all(exp.Column):
+        if column.table.lower() not in ("", alias):
+            continue
+        if isinstance(column.this, exp.Star):
+            return None
+        names.add(column.name.lower())
+    return frozenset(names)
+
+
+def _named(
+    columns: list[tuple[str, SqlType]],
+    rows: Sequence[tuple[object, ...]],
+    referenced: frozenset[str] | None,
+) -> tuple[list[tuple[str, SqlType]], Sequence[tuple[object, ...]]]:
+    """The columns a statement names, and the rows cut to them (a catalog view of a large
+    database has thousands of rows of up to 40 columns, each a literal in the statement);
+    the first column alone when it names none (``COUNT(*)``)."""
+    if referenced is None:
+        return columns, rows
+    keep = [i for i, (c, _) in enumerate(columns) if c.lower() in referenced] or [0]
+    if len(keep) == len(columns):
+        return columns, rows
+    return [columns[i] for i in keep], [tuple(row[i] for i in keep) for row in rows]
+
+
 def system_view(  # noqa: PLR0917 (the view's name and the session's identity)
-    db: Database, user: str, schema: str, name: str, alias: str, spid: int = 0
+    db: Database,
+    user: str,
+    schema: str,
+    name: str,
+    alias: str,
+    spid: int = 0,
+    referenced: frozenset[str] | None = None,
 ) -> exp.Expression | None:
     """The subquery ``<schema>.<name>`` stands for (``None`` outside :data:`SYSTEM_SCHEMAS`);
-    error 208 for a name the emulator does not have."""
+    error 208 for a name the emulator does not have. A catalog view holds only the
+    ``referenced`` columns (:func:`referenced_columns`; ``None``: all)."""
     key = (schema.lower(), name.lower())
     if key[0] not in SYSTEM_SCHEMAS:
         return None
     view = CATALOG_VIEWS.get(key)
     if view is not None:
-        return _subquery(view.columns, view.rows(db, user), alias, name, partial=view.partial)
+        columns, rows = _named(view.columns, view.rows(db, user), referenced)
+        return _subquery(columns, rows, alias, name, partial=view.partial)
     lowered = key[1] if key[0] == "sys" else ""
     if lowered == "databases":
         snapshot = 1 if db.allow_snapshot_isolation else 0
