@@ -486,6 +486,7 @@ class Executor:
             trancount=self.trancount,
             user=self.user,
             login=self.login,
+            cursor=self.cursor,
         )
         return Rewriter(ctx)
 

@@ -63,6 +63,9 @@ from mssql_cdc.emulator.protocol.types import (
 )
 
 if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
     from mssql_cdc.emulator.core.catalog import TableDef
     from mssql_cdc.emulator.engine.database import Database
 
@@ -124,6 +127,7 @@ class Context:
         trancount: int,
         user: str = "dbo",
         login: str = "sa",
+        cursor: duckdb.DuckDBPyConnection | None = None,
     ) -> None:
         self.db = db
         self.user = user
@@ -131,6 +135,20 @@ class Context:
         self.variables = variables
         self.spid = spid
         self.trancount = trancount
+        #: the session's engine connection, which runs the rewritten statement
+        self._cursor = cursor
+        self._views = 0
+
+    def register_rows(self, rows: pa.Table) -> str | None:
+        """Makes ``rows`` a relation the statement can name (DuckDB's registered Arrow table, on
+        the session's own connection) and returns its name; ``None`` without a connection. A
+        context serves one statement, and its names replace the last statement's."""
+        if self._cursor is None:
+            return None
+        name = f"__mssql_cdc_rows_{self._views}"
+        self._views += 1
+        self._cursor.register(name, rows)
+        return name
 
 
 def _literal_type(node: exp.Literal) -> SqlType:
@@ -356,6 +374,7 @@ class Rewriter:
                 node.alias_or_name,
                 self.ctx.spid,
                 referenced_columns(node),
+                self.ctx.register_rows,
             )
             return view if view is not None else node
         if isinstance(node, (exp.Func, exp.Window)):  # COUNT, SUM, ISNULL...: typed, or 40517

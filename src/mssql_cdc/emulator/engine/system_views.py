@@ -28,17 +28,19 @@ refuses ``SELECT *`` (40517) rather than answer a shape SQL Server would not:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from sqlglot import exp
 
 from mssql_cdc.emulator.core.catalog import ColumnDef, TableDef
 from mssql_cdc.emulator.core.errors import SqlError, invalid_object
-from mssql_cdc.emulator.core.literals import typed_literal
+from mssql_cdc.emulator.core.literals import temporal_text, typed_literal
 from mssql_cdc.emulator.engine.catalog_views import CATALOG_VIEWS
-from mssql_cdc.emulator.protocol.temporal import datetime_text
-from mssql_cdc.emulator.protocol.types import SqlType, scalar
+from mssql_cdc.emulator.protocol.temporal import datetime_text, parse_temporal
+from mssql_cdc.emulator.protocol.types import SqlType, as_float, scalar
 
 if TYPE_CHECKING:
     from mssql_cdc.emulator.engine.database import Database
@@ -136,16 +138,21 @@ def system_view(  # noqa: PLR0917 (the view's name and the session's identity)
     alias: str,
     spid: int = 0,
     referenced: frozenset[str] | None = None,
+    register: Callable[[pa.Table], str | None] | None = None,
 ) -> exp.Expression | None:
     """The subquery ``<schema>.<name>`` stands for (``None`` outside :data:`SYSTEM_SCHEMAS`);
     error 208 for a name the emulator does not have. A catalog view holds only the
-    ``referenced`` columns (:func:`referenced_columns`; ``None``: all)."""
+    ``referenced`` columns (:func:`referenced_columns`; ``None``: all), its rows handed to
+    the engine through ``register`` (``Context.register_rows``) when given."""
     key = (schema.lower(), name.lower())
     if key[0] not in SYSTEM_SCHEMAS:
         return None
     view = CATALOG_VIEWS.get(key)
     if view is not None:
         columns, rows = _named(view.columns, view.rows(db, user), referenced)
+        registered = _registered(columns, rows, register)
+        if registered is not None:
+            return _over(registered, columns, alias, name, partial=view.partial)
         return _subquery(columns, rows, alias, name, partial=view.partial)
     lowered = key[1] if key[0] == "sys" else ""
     if lowered == "databases":
@@ -216,6 +223,85 @@ def _scan_rows(db: Database) -> list[tuple[object, ...]]:
         )
         rows.insert(0, aggregate)
     return rows
+
+
+#: the integer types a catalog view's column may have, held as int64 and cast
+_INTEGERS = frozenset({"tinyint", "smallint", "int", "bigint"})
+
+
+def _arrow_column(t: SqlType, values: list[object]) -> pa.Array:
+    """A view column's values (storage form, as :func:`typed_literal` takes them) as Arrow:
+    binary, bit, integers and floats as such, everything else as the text the engine casts to
+    the column's type (dates as :func:`temporal_text`, decimals to their scale)."""
+    if t.is_binary:
+        return pa.array([None if v is None else bytes(v) for v in values], pa.binary())  # type: ignore[call-overload]
+    if t.name == "bit":
+        return pa.array([None if v is None else bool(v) for v in values], pa.bool_())
+    if t.name in _INTEGERS:
+        return pa.array(values, pa.int64())
+    if t.name in ("real", "float"):
+        return pa.array([None if v is None else as_float(v) for v in values], pa.float64())
+    texts: list[str | None] = []
+    for v in values:
+        if v is None:
+            texts.append(None)
+        elif t.is_temporal:
+            texts.append(temporal_text(t, parse_temporal(v)))
+        elif t.name in ("decimal", "numeric", "money", "smallmoney"):
+            with localcontext() as ctx:
+                ctx.prec = 80
+                number = Decimal(str(v)).quantize(Decimal(1).scaleb(-t.scale), ROUND_HALF_UP)
+            texts.append(format(number, "f"))
+        else:
+            texts.append(str(v))
+    return pa.array(texts, pa.string())
+
+
+def _registered(
+    columns: list[tuple[str, SqlType]],
+    rows: Sequence[tuple[object, ...]],
+    register: Callable[[pa.Table], str | None] | None,
+) -> str | None:
+    """The name under which ``rows`` were handed to the engine as an Arrow table, or ``None``
+    (no ``register``, no rows, or a value Arrow cannot hold, such as a lone surrogate: the
+    view is then built of literals, :func:`_subquery`)."""
+    if register is None or not rows:
+        return None
+    try:
+        arrays = [_arrow_column(t, [row[i] for row in rows]) for i, (_, t) in enumerate(columns)]
+        table = pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(columns))])
+    except (pa.ArrowException, UnicodeError, TypeError, ValueError):
+        return None
+    return register(table)
+
+
+def _over(
+    relation: str,
+    columns: list[tuple[str, SqlType]],
+    alias: str,
+    name: str,
+    *,
+    partial: bool,
+) -> exp.Expression:
+    """``(SELECT CAST(c1 AS type1) AS c1, ... FROM <relation>) AS alias``: a view over rows the
+    engine holds (:func:`_registered`)."""
+    projections = [
+        exp.alias_(
+            exp.Cast(
+                this=exp.column(f"c{i}", quoted=True),
+                to=exp.DataType.build(t.storage(), dialect="duckdb"),
+            ),
+            c,
+            quoted=True,
+        )
+        for i, (c, t) in enumerate(columns)
+    ]
+    body = exp.select(*projections).from_(exp.to_table(relation, quoted=True))
+    sub = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+    sub.meta["tabledef"] = TableDef(
+        "sys", name, [ColumnDef(c, t) for c, t in columns], partial=partial
+    )
+    return sub
 
 
 def _bare(node: exp.Expression) -> exp.Expression:
