@@ -2,9 +2,12 @@
 ``sys.tables``, ``sys.columns``, ``sys.types``, ``INFORMATION_SCHEMA.TABLES`` and
 ``.COLUMNS``), ``sys.databases`` and ``sys.dm_cdc_log_scan_sessions``.
 
-Each is built when a statement names it, from the emulator's state, as a subquery of typed
-constants (so filters, joins, ``TOP`` and ``ORDER BY`` run in the engine as on any table). Any
-other name in the ``sys`` or ``INFORMATION_SCHEMA`` schema is error 208, as for an object
+Each is built when a statement names it, from the emulator's state, as a subquery (so filters,
+joins, ``TOP`` and ``ORDER BY`` run in the engine as on any table) that casts each column to
+its type. A catalog view holds only the columns the statement names, and its rows reach the
+engine as an Arrow table registered on the session's connection (a database of hundreds of
+tables has thousands of ``sys.columns`` rows); the other views, and rows Arrow cannot hold,
+are typed constants in the statement. Any other name in the ``sys`` or ``INFORMATION_SCHEMA`` schema is error 208, as for an object
 that does not exist. A view that has only some of its documented columns (``partial``)
 refuses ``SELECT *`` (40517) rather than answer a shape SQL Server would not:
 
