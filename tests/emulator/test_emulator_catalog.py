@@ -306,3 +306,14 @@ def test_a_catalog_view_answers_every_shape_of_statement_whatever_columns_it_nam
     with pytest.raises(SqlServerError) as caught:
         rows(admin, f"SELECT no_such_column FROM sys.columns {where}")
     assert caught.value.number == 207
+
+
+def test_a_user_table_named_like_the_engines_relations_never_takes_a_views_place(admin):
+    """A catalog view's rows reach the engine as a relation of its own; a table of the same
+    name in dbo must not be read in its place."""
+    rows(admin, "CREATE TABLE dbo.__mssql_cdc_rows_0 (c0 int, c1 int)")
+    rows(admin, "INSERT INTO dbo.__mssql_cdc_rows_0 VALUES (42, 43)")
+    names = [r["name"] for r in rows(admin, "SELECT name FROM sys.tables ORDER BY name")]
+    assert "t" in names
+    assert "__mssql_cdc_rows_0" in names
+    assert rows(admin, "SELECT c0 FROM dbo.__mssql_cdc_rows_0") == [{"c0": 42}]

@@ -7,9 +7,10 @@ joins, ``TOP`` and ``ORDER BY`` run in the engine as on any table) that casts ea
 its type. A catalog view holds only the columns the statement names, and its rows reach the
 engine as an Arrow table registered on the session's connection (a database of hundreds of
 tables has thousands of ``sys.columns`` rows); the other views, and rows Arrow cannot hold,
-are typed constants in the statement. Any other name in the ``sys`` or ``INFORMATION_SCHEMA`` schema is error 208, as for an object
-that does not exist. A view that has only some of its documented columns (``partial``)
-refuses ``SELECT *`` (40517) rather than answer a shape SQL Server would not:
+are typed constants in the statement. Any other name in the ``sys`` or ``INFORMATION_SCHEMA``
+schema is error 208, as for an object that does not exist. A view that has only some of its
+documented columns (``partial``) refuses ``SELECT *`` (40517) rather than answer a shape SQL
+Server would not:
 
 * ``sys.databases`` ("sys.databases (Transact-SQL)", Microsoft docs): one row for the emulated
   database (the system databases all stand for it, docs/emulator.md), with ``name``,
@@ -299,7 +300,9 @@ def _over(
         )
         for i, (c, t) in enumerate(columns)
     ]
-    body = exp.select(*projections).from_(exp.to_table(relation, quoted=True))
+    # schema-qualified (DuckDB's ``temp`` holds registered tables), so that a user table of
+    # the same name in dbo can never take its place when the statement's tables are qualified
+    body = exp.select(*projections).from_(exp.table_(relation, db="temp", quoted=True))
     sub = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
     sub.meta["tabledef"] = TableDef(
         "sys", name, [ColumnDef(c, t) for c, t in columns], partial=partial
@@ -308,8 +311,10 @@ def _over(
 
 
 def _bare(node: exp.Expression) -> exp.Expression:
-    """``node`` without the type tags :func:`typed_literal` gave it."""
-    node.meta.clear()
+    """``node`` without the type tags :func:`typed_literal` gave it (a lone surrogate's mark
+    stays: the statement must still refuse to store it)."""
+    for key in ("sqltype", "value", "constant"):
+        node.meta.pop(key, None)
     return node
 
 
