@@ -18,8 +18,10 @@ from mssql_cdc.emulator.protocol.temporal import Temporal, parse_temporal
 from mssql_cdc.emulator.protocol.types import SqlType, as_float
 
 __all__ = [
+    "DECIMALS",
     "constant",
     "has_lone_surrogate",
+    "storage_text",
     "string_literal",
     "tag",
     "temporal_text",
@@ -59,6 +61,24 @@ def tag(node: exp.Expression, t: SqlType | None, value: object = None) -> exp.Ex
     return node
 
 
+#: the exact numeric types held as text rounded to their scale
+DECIMALS = frozenset({"decimal", "numeric", "money", "smallmoney"})
+
+
+def storage_text(t: SqlType, value: object) -> str:
+    """The engine text of ``value`` (storage form) in type ``t``: a date/time as
+    :func:`temporal_text`, an exact numeric rounded half up to its scale with every digit,
+    anything else as ``str``."""
+    if t.is_temporal:
+        return temporal_text(t, parse_temporal(value))
+    if t.name in DECIMALS:
+        with localcontext() as ctx:
+            ctx.prec = 80
+            number = Decimal(str(value)).quantize(Decimal(1).scaleb(-t.scale), ROUND_HALF_UP)
+        return format(number, "f")
+    return str(value)
+
+
 def typed_literal(t: SqlType, value: object) -> exp.Expression:
     """An engine literal holding ``value`` (already in storage form) of SQL Server type ``t``."""
     node: exp.Expression
@@ -67,7 +87,7 @@ def typed_literal(t: SqlType, value: object) -> exp.Expression:
     elif t.is_binary:
         node = exp.HexString(this=bytes(value).hex())  # type: ignore[call-overload]
     elif t.is_temporal:
-        node = exp.Literal.string(temporal_text(t, parse_temporal(value)))
+        node = exp.Literal.string(storage_text(t, value))
         value = node.this
     elif t.name == "bit":
         node = exp.Boolean(this=bool(value))
@@ -77,14 +97,11 @@ def typed_literal(t: SqlType, value: object) -> exp.Expression:
         )
     elif t.name == "uniqueidentifier":
         node = exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build("UUID"))
-    elif t.name in ("decimal", "numeric", "money", "smallmoney"):
-        with localcontext() as ctx:
-            ctx.prec = 80
-            number = Decimal(str(value)).quantize(Decimal(1).scaleb(-t.scale), ROUND_HALF_UP)
-        value = number
+    elif t.name in DECIMALS:
+        text = storage_text(t, value)  # every digit, never 1E-38
+        value = Decimal(text)
         node = exp.Cast(
-            this=exp.Literal.string(format(number, "f")),  # every digit, never 1E-38
-            to=exp.DataType.build(t.storage(), dialect="duckdb"),
+            this=exp.Literal.string(text), to=exp.DataType.build(t.storage(), dialect="duckdb")
         )
     elif isinstance(value, (int, Decimal)) and not isinstance(value, bool):
         node = exp.Literal.number(format(value, "f") if isinstance(value, Decimal) else str(value))

@@ -33,7 +33,6 @@ Server would not:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -41,9 +40,9 @@ from sqlglot import exp
 
 from mssql_cdc.emulator.core.catalog import ColumnDef, TableDef
 from mssql_cdc.emulator.core.errors import SqlError, invalid_object
-from mssql_cdc.emulator.core.literals import temporal_text, typed_literal
+from mssql_cdc.emulator.core.literals import storage_text, typed_literal
 from mssql_cdc.emulator.engine.catalog_views import CATALOG_VIEWS
-from mssql_cdc.emulator.protocol.temporal import datetime_text, parse_temporal
+from mssql_cdc.emulator.protocol.temporal import datetime_text
 from mssql_cdc.emulator.protocol.types import SqlType, as_float, scalar
 
 if TYPE_CHECKING:
@@ -236,7 +235,7 @@ _INTEGERS = frozenset({"tinyint", "smallint", "int", "bigint"})
 def _arrow_column(t: SqlType, values: list[object]) -> pa.Array:
     """A view column's values (storage form, as :func:`typed_literal` takes them) as Arrow:
     binary, bit, integers and floats as such, everything else as the text the engine casts to
-    the column's type (dates as :func:`temporal_text`, decimals to their scale)."""
+    the column's type (:func:`storage_text`)."""
     if t.is_binary:
         return pa.array([None if v is None else bytes(v) for v in values], pa.binary())  # type: ignore[call-overload]
     if t.name == "bit":
@@ -245,20 +244,7 @@ def _arrow_column(t: SqlType, values: list[object]) -> pa.Array:
         return pa.array(values, pa.int64())
     if t.name in ("real", "float"):
         return pa.array([None if v is None else as_float(v) for v in values], pa.float64())
-    texts: list[str | None] = []
-    for v in values:
-        if v is None:
-            texts.append(None)
-        elif t.is_temporal:
-            texts.append(temporal_text(t, parse_temporal(v)))
-        elif t.name in ("decimal", "numeric", "money", "smallmoney"):
-            with localcontext() as ctx:
-                ctx.prec = 80
-                number = Decimal(str(v)).quantize(Decimal(1).scaleb(-t.scale), ROUND_HALF_UP)
-            texts.append(format(number, "f"))
-        else:
-            texts.append(str(v))
-    return pa.array(texts, pa.string())
+    return pa.array([None if v is None else storage_text(t, v) for v in values], pa.string())
 
 
 def _registered(
