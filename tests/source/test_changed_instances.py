@@ -49,18 +49,23 @@ def _max_lsn(client: CdcClient) -> Lsn:
     return commit.lsn
 
 
+def _captured(src: Many, client: CdcClient, *statements: str) -> Lsn:
+    """Runs ``statements``, has the capture job see them, and returns the newest commit."""
+    for sql in statements:
+        src.sql(sql)
+    src.scan()
+    return _max_lsn(client)
+
+
 def test_only_the_instances_with_a_change_row_in_the_range_are_named(many):
     src, client = many
-    src.scan()
-    start = _max_lsn(client)
-    src.sql("INSERT INTO dbo.a VALUES (1, 1)")
-    src.sql("INSERT INTO dbo.[odd]]name] VALUES (1, 1)")
-    src.scan()
-    first = _max_lsn(client)
-    src.sql("UPDATE dbo.a SET v = 2 WHERE id = 1")
-    src.sql("INSERT INTO dbo.c VALUES (1, 1)")
-    src.scan()
-    second = _max_lsn(client)
+    start = _captured(src, client)
+    first = _captured(
+        src, client, "INSERT INTO dbo.a VALUES (1, 1)", "INSERT INTO dbo.[odd]]name] VALUES (1, 1)"
+    )
+    second = _captured(
+        src, client, "UPDATE dbo.a SET v = 2 WHERE id = 1", "INSERT INTO dbo.c VALUES (1, 1)"
+    )
 
     assert client.changed_instances(ALL, start, first) == {"dbo_a", "dbo_odd]name"}
     assert client.changed_instances(ALL, first, second) == {"dbo_a", "dbo_c"}
@@ -74,23 +79,18 @@ def test_only_the_instances_with_a_change_row_in_the_range_are_named(many):
 
 def test_a_range_ending_at_a_commit_includes_that_commit(many):
     src, client = many
-    src.scan()
-    start = _max_lsn(client)
-    src.sql("INSERT INTO dbo.b VALUES (1, 1)")
-    src.scan()
-    commit = _max_lsn(client)
+    start = _captured(src, client)
+    commit = _captured(src, client, "INSERT INTO dbo.b VALUES (1, 1)")
     assert client.changed_instances(ALL, start, commit) == {"dbo_b"}
     assert client.changed_instances(ALL, start, commit.prev()) == frozenset()
 
 
 def test_many_instances_are_asked_in_statements_of_a_bounded_size(many, monkeypatch):
     src, client = many
-    src.scan()
-    start = _max_lsn(client)
-    src.sql("INSERT INTO dbo.a VALUES (1, 1)")
-    src.sql("INSERT INTO dbo.c VALUES (1, 1)")
-    src.scan()
-    end = _max_lsn(client)
+    start = _captured(src, client)
+    end = _captured(
+        src, client, "INSERT INTO dbo.a VALUES (1, 1)", "INSERT INTO dbo.c VALUES (1, 1)"
+    )
     sent: list[str] = []
     rows = client.rows
 
@@ -108,8 +108,7 @@ def test_an_unknown_instance_is_the_servers_invalid_object_error(many):
     from mssql_cdc.errors import SqlServerError
 
     src, client = many
-    src.scan()
-    end = _max_lsn(client)
+    end = _captured(src, client)
     with pytest.raises(SqlServerError) as caught:
         client.changed_instances(["dbo_a", "dbo_gone"], Lsn(bytes(10)), end)
     assert caught.value.number == 208
