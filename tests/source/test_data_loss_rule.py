@@ -18,7 +18,7 @@ from mssql_cdc.source.positions import (
     latest_position,
     snapshot_lsn,
 )
-from mssql_cdc.source.retention import first_held, is_gone
+from mssql_cdc.source.retention import data_loss_error, first_held, is_gone
 
 START = Lsn.parse("0x0000002A000000100001")
 NOON = dt.datetime(2026, 12, 1, 12)
@@ -112,3 +112,14 @@ def test_planning_checks_against_the_oldest_instance_capture_has_set():
     assert check(START) == START
     with pytest.raises(DataLossError, match="dbo_orders: change data from"):
         check(START.prev())
+
+
+def test_the_loss_message_names_the_range_and_the_way_on_for_a_stream_and_a_batch_read():
+    lost = data_loss_error("dbo_orders", START.prev(), START, lost_from_ts="2026-12-01T12:00:00")
+    text = str(lost)
+    assert text.startswith(f"dbo_orders: change data from {START.prev()} is gone (min_lsn is now")
+    assert f"lost LSNs {START.prev()} to {START.prev()}, commits after 2026-12-01T12:00:00" in text
+    assert 'to_delta(on_data_loss="resnapshot")' in text  # a stream's way on
+    assert "a batch read can start at startingLsn=earliest" in text  # a batch read's
+    assert text.endswith("Set failOnDataLoss=false to skip ahead (loses changes).")
+    assert "the stream read" not in text  # a batch read raises it too

@@ -104,12 +104,15 @@ def data_loss_error(
     lost_from_ts: str = "",
     lost_to_ts: str = "",
 ) -> DataLossError:
-    """The ``DataLossError`` for changes from ``first`` that CDC no longer holds."""
+    """The ``DataLossError`` for changes from ``first`` that CDC no longer holds, worded for
+    both readers of changes: a stream, and a batch read of one LSN range (``endingLsn``)."""
     return DataLossError(
         f"{capture_instance}: change data from {first} is gone (min_lsn is now {min_lsn}): "
-        f"purged by CDC cleanup, or held only by a capture instance disabled before the "
-        f"stream read it; lost {_range_text(first, min_lsn, lost_from_ts, lost_to_ts)}. "
-        "A re-snapshot is required. Set failOnDataLoss=false to skip ahead (loses changes)."
+        f"purged by CDC cleanup, or held only by a capture instance disabled before this read "
+        f"reached them; lost {_range_text(first, min_lsn, lost_from_ts, lost_to_ts)}. "
+        'A stream into bronze needs a re-snapshot (to_delta(on_data_loss="resnapshot")); a '
+        "batch read can start at startingLsn=earliest. Set failOnDataLoss=false to skip "
+        "ahead (loses changes)."
     )
 
 
