@@ -18,7 +18,6 @@ from mssql_cdc.emulator.protocol.temporal import Temporal, parse_temporal
 from mssql_cdc.emulator.protocol.types import SqlType, as_float
 
 __all__ = [
-    "DECIMALS",
     "constant",
     "has_lone_surrogate",
     "storage_text",
@@ -61,17 +60,13 @@ def tag(node: exp.Expression, t: SqlType | None, value: object = None) -> exp.Ex
     return node
 
 
-#: the exact numeric types held as text rounded to their scale
-DECIMALS = frozenset({"decimal", "numeric", "money", "smallmoney"})
-
-
 def storage_text(t: SqlType, value: object) -> str:
     """The engine text of ``value`` (storage form) in type ``t``: a date/time as
     :func:`temporal_text`, an exact numeric rounded half up to its scale with every digit,
     anything else as ``str``."""
     if t.is_temporal:
         return temporal_text(t, parse_temporal(value))
-    if t.name in DECIMALS:
+    if t.is_decimal:
         with localcontext() as ctx:
             ctx.prec = 80
             number = Decimal(str(value)).quantize(Decimal(1).scaleb(-t.scale), ROUND_HALF_UP)
@@ -97,7 +92,7 @@ def typed_literal(t: SqlType, value: object) -> exp.Expression:
         )
     elif t.name == "uniqueidentifier":
         node = exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build("UUID"))
-    elif t.name in DECIMALS:
+    elif t.is_decimal:
         text = storage_text(t, value)  # every digit, never 1E-38
         value = Decimal(text)
         node = exp.Cast(

@@ -361,7 +361,7 @@ def _round(node: exp.Round, type_of: TypeOf) -> exp.Expression:
     t = _need(type_of(node.this), "ROUND")
     if node.args.get("truncate") is not None:
         raise unsupported("ROUND with a function argument")
-    if t.name in _INTEGERS or t.name in ("decimal", "numeric", "money", "smallmoney"):
+    if t.name in _INTEGERS or t.is_decimal:
         return _cast(node, t)
     if t.name in ("float", "real"):
         return _typed(node, scalar("float"))

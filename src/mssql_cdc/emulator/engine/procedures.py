@@ -113,7 +113,7 @@ def call(  # noqa: PLR0911, PLR0912, PLR0915 (a dispatch over procedures)
             if t.name == "bigint":
                 precision = 19
             radix = 10 if precision else None
-            scale = t.scale if t.name in ("decimal", "numeric", "money", "smallmoney") else None
+            scale = t.scale if t.is_decimal else None
             if t.name in ("tinyint", "smallint", "int", "bigint"):
                 scale = 0
             dt_precision = t.scale if t.name in ("time", "datetime2", "datetimeoffset") else None

@@ -1038,7 +1038,7 @@ class Rewriter:
                 ) from None
         if ok and value is None:
             return typed_literal(t, None)
-        if ok and t.name in ("decimal", "numeric", "money", "smallmoney"):
+        if ok and t.is_decimal:
             try:
                 return typed_literal(t, value)
             except ArithmeticError:

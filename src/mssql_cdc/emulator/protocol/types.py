@@ -130,6 +130,11 @@ class SqlType:
     def is_binary(self) -> bool:
         return self.name in _BIN_IDS or self.name == "image"
 
+    @property
+    def is_decimal(self) -> bool:
+        """decimal, numeric, money or smallmoney: exact numerics with a scale."""
+        return self.name in ("decimal", "numeric", "money", "smallmoney")
+
     def sql(self) -> str:
         """The type as T-SQL spells it (``nvarchar(max)``, ``decimal(38,0)``, ``time(7)``)."""
         if self.name in _CHAR_IDS or self.name in ("binary", "varbinary"):
@@ -726,7 +731,7 @@ def unpack_variant(stored: object) -> tuple[SqlType, object]:
         value = text == "1"
     elif base.name in ("real", "float"):
         value = float(text)
-    elif base.name in ("decimal", "numeric", "money", "smallmoney"):
+    elif base.is_decimal:
         value = Decimal(text)
     elif base.name == "uniqueidentifier":
         value = uuid.UUID(text)
