@@ -36,7 +36,7 @@ import time
 import uuid
 from pathlib import Path
 
-from tiny_batches import SCHEMA, rows_of
+from tiny_batches import SCHEMA, rows_of, small_tables_session
 
 VARIANTS = (
     "bare",
@@ -62,19 +62,9 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
     from mssql_cdc.sink.facts_table import FactsTable
     from mssql_cdc.sink.tables import TableRef, Txn, table_ref
     from mssql_cdc.sink.txn_ids import compute_transactions
-    from mssql_cdc.spark import get_spark
 
     work = Path(tempfile.mkdtemp(prefix="mssql-cdc-append-"))
-    spark = get_spark(
-        "mssql-cdc-append-cost",
-        "local[2]",
-        config={
-            "spark.ui.enabled": "false",
-            "spark.sql.shuffle.partitions": "2",
-            "spark.databricks.delta.snapshotPartitions": "2",
-        },
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = small_tables_session("mssql-cdc-append-cost")
     tracker = spark.sparkContext.statusTracker()
     tables = {v: table_ref(str(work / f"t{i}"), "target") for i, v in enumerate(VARIANTS)}
     facts = FactsTable(spark, tables["facts row"], seen=set())

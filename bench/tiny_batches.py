@@ -32,8 +32,12 @@ import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from _sink_steps import collect_sink_steps
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 SCHEMA = (
     "_capture_instance STRING, _start_lsn STRING, _seqval STRING, _operation INT, "
@@ -50,6 +54,24 @@ def rows_of(batch: int, rows: int) -> list[tuple[object, ...]]:
         op = (2, 3, 4, 1)[i % 4]
         out.append(("dbo_t", lsn, lsn, op, 1, T0 + timedelta(seconds=n), n, f"row {n}"))
     return out
+
+
+def small_tables_session(name: str) -> SparkSession:
+    """A local Spark session (2 cores, no UI, ERROR logs) sized for small Delta tables: 2 shuffle
+    partitions, and Delta's state of a table built in 2 tasks."""
+    from mssql_cdc.spark import get_spark
+
+    spark = get_spark(
+        name,
+        "local[2]",
+        config={
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.databricks.delta.snapshotPartitions": "2",
+        },
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def main() -> None:  # noqa: PLR0915 (one straight script)
@@ -79,21 +101,11 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
 
     from mssql_cdc.sink import delta_sink
     from mssql_cdc.sink.warmup import WARMER
-    from mssql_cdc.spark import get_spark
 
     steps = collect_sink_steps()
 
     work = Path(tempfile.mkdtemp(prefix="mssql-cdc-tiny-"))
-    spark = get_spark(
-        "mssql-cdc-tiny",
-        "local[2]",
-        config={
-            "spark.ui.enabled": "false",
-            "spark.sql.shuffle.partitions": "2",
-            "spark.databricks.delta.snapshotPartitions": "2",
-        },
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = small_tables_session("mssql-cdc-tiny")
     source = work / "source"
     for batch in range(args.batches):
         df = spark.createDataFrame(rows_of(batch, args.rows), SCHEMA).coalesce(1)
