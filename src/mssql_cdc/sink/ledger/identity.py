@@ -59,7 +59,7 @@ def check_facts_not_target(spark: SparkSession | None, target: TableRef, facts: 
 def check_one_target(spark: SparkSession, app_id: str, target: TableRef, facts: TableRef) -> None:
     """Raises ``ValueError`` (naming the app_id, the recorded target and the fix) when the facts
     table records ``app_id`` writing to a table other than ``target``."""
-    for text in recorded_targets(spark, facts, app_id):
+    for text in recorded_targets(spark, facts, app_id, other_than=target.text):
         try:
             recorded = table_ref(text, "target")
         except ValueError:

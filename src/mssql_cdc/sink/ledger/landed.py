@@ -111,20 +111,24 @@ def last_batch(
     )
 
 
-def recorded_targets(spark: SparkSession, facts: TableRef, app_id: str) -> list[str]:
-    """The targets the facts table records for ``app_id`` (as they were written), if any."""
+def recorded_targets(
+    spark: SparkSession, facts: TableRef, app_id: str, *, other_than: str | None = None
+) -> list[str]:
+    """The targets the facts table records for ``app_id`` (as they were written), if any,
+    leaving out those spelled exactly ``other_than``. With ``other_than`` one such row is asked
+    for first (a scan that stops at the first row found, no shuffle), and the distinct targets
+    are read only when there is one: a stream that always names its target the same way pays
+    the cheap scan only."""
     if not facts.exists(spark):
         return []
     from pyspark.sql import functions as sf
 
-    rows = (
-        facts.read(spark)
-        .where((sf.col("app_id") == app_id) & sf.col("target").isNotNull())
-        .select("target")
-        .distinct()
-        .collect()
-    )
-    return sorted(str(r["target"]) for r in rows)
+    rows = facts.read(spark).where((sf.col("app_id") == app_id) & sf.col("target").isNotNull())
+    if other_than is not None:
+        rows = rows.where(sf.col("target") != other_than)
+        if not rows.select("target").limit(1).collect():
+            return []
+    return sorted(str(r["target"]) for r in rows.select("target").distinct().collect())
 
 
 def bootstrap_lsn(
