@@ -13,6 +13,11 @@ line per source holding its offset as JSON, here ``{"lsn": "0x...", "commit_ts":
   odd is ``None`` and the metrics files decide;
 * strict, for where a generation resumes (:func:`last_committed_offset`): local files only, and
   an entry that is not one this version reads is a ``ValueError``.
+
+:func:`seed_committed_batch` writes a new local checkpoint in which one batch is committed, so
+that a query started on it goes on from that batch's end offset with the next batch id: how a
+table's stream can move to a checkpoint of its own without reloading (measured on Spark 4.0,
+4.1 and 4.2, ``tests/sink/test_seeded_checkpoint.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import json
 import logging
 import os
 import re
+import uuid
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -31,6 +37,7 @@ __all__ = [
     "clear_unfinished_log_writes",
     "last_committed_offset",
     "parse_offset_log",
+    "seed_committed_batch",
 ]
 
 log = logging.getLogger("mssql_cdc.sink")
@@ -156,3 +163,51 @@ def clear_unfinished_log_writes(checkpoint: str) -> list[str]:
                 os.unlink(path)
                 removed.append(path)
     return removed
+
+
+def seed_committed_batch(
+    checkpoint: str, batch_id: int, offset: dict[str, str], conf: dict[str, str]
+) -> None:
+    """Writes a new local Spark checkpoint in which micro-batch ``batch_id`` ended at
+    ``offset`` (``{"lsn", "commit_ts"}``) and is committed; a query started on it runs batch
+    ``batch_id + 1`` from that offset, and its sink finds the batch ids going on from the ones
+    its facts table records.
+
+    Spark, resuming, reads the newest offset log entry and the one before it (the committed
+    offsets of the newest batch's start), and the commit log's newest entry: so it writes
+    ``offsets/<batch_id - 1>`` (the same offset; only for ``batch_id > 0``), then
+    ``offsets/<batch_id>``, then ``commits/<batch_id>``, and ``metadata`` (a new query id)
+    first. Each file is written whole under a temporary name and renamed into place. ``conf``
+    is the batch metadata's SQL settings, copied from an entry Spark wrote for a query of the
+    same session (Spark fills the settings an entry lacks with their oldest defaults). Driver.
+
+    Raises:
+        ValueError: ``checkpoint`` is a URI, or exists and is not empty, or ``batch_id`` is
+            negative, or ``offset`` has no ``lsn``.
+    """
+    if "://" in checkpoint:
+        raise ValueError(f"checkpoint {checkpoint!r}: only a local checkpoint can be seeded")
+    if os.path.isdir(checkpoint) and os.listdir(checkpoint):
+        raise ValueError(f"checkpoint {checkpoint!r} is not empty: seed only a new checkpoint")
+    if batch_id < 0:
+        raise ValueError(f"batch_id {batch_id} is negative")
+    if not isinstance(offset.get("lsn"), str):
+        raise ValueError(f"offset {offset!r} has no lsn")
+    source = json.dumps({"lsn": offset["lsn"], "commit_ts": offset.get("commit_ts", "")})
+    metadata = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": dict(conf)})
+    entry = f"v1\n{metadata}\n{source}"
+    _write_whole(os.path.join(checkpoint, "metadata"), json.dumps({"id": str(uuid.uuid4())}))
+    for batch in ([batch_id - 1] if batch_id > 0 else []) + [batch_id]:
+        _write_whole(os.path.join(checkpoint, "offsets", str(batch)), entry)
+    _write_whole(
+        os.path.join(checkpoint, "commits", str(batch_id)), 'v1\n{"nextBatchWatermarkMs":0}'
+    )
+
+
+def _write_whole(path: str, text: str) -> None:
+    """``text`` in ``path``, written under a temporary name in its directory, then renamed."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temporary = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.seeding")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(temporary, path)
