@@ -138,10 +138,11 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
     parser.add_argument("--changes", type=int, default=10, help="change rows of to_delta's run")
     args = parser.parse_args()
 
-    from _sink_steps import collect_sink_steps
-    from mssql_cdc import _native, stream
+    from _sink_steps import collect_sink_steps, median_steps
+    from mssql_cdc import _native
     from mssql_cdc.emulator import Emulator
     from mssql_cdc.spark import get_spark
+    from scheduled_run import enable_jobs, insert_jobs, start_run
 
     steps = collect_sink_steps()
     work = Path(tempfile.mkdtemp(prefix="mssql-cdc-floor-"))
@@ -181,18 +182,7 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
     with Emulator() as emu:
         text = f"Server=tcp:{emu.host},{emu.port};Encrypt=no"
         with _native.connect(text, user="sa", password=emu.password) as conn:
-            conn.execute("CREATE TABLE dbo.jobs (id int PRIMARY KEY, name nvarchar(40), n int)")
-            conn.execute("EXEC sys.sp_cdc_enable_db")
-            conn.execute(
-                "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'jobs', "
-                "@role_name = NULL"
-            )
-            options = {
-                "connectionString": text,
-                "user": "sa",
-                "password": emu.password,
-                "captureInstance": "dbo_jobs",
-            }
+            options = enable_jobs(conn, text, emu.password)
             header = f"{'run':>14}{'path':>15}{'whole':>8}{'returned':>10}{'trigger at':>12}"
             print(f"{header}{'trigger':>9}{'end':>7}  (seconds)")
             for run in range(args.warmup + args.runs):
@@ -213,20 +203,10 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
                     done = time.perf_counter()
                     row[f"stream {kind}"] = _split(query, called, wall, returned, done)
                 # to_delta: one commit of new changes
-                values = ", ".join(
-                    f"({run * args.changes + i}, N'job {run}', {i})" for i in range(args.changes)
-                )
-                conn.execute(f"INSERT INTO dbo.jobs VALUES {values}")
-                emu.scan()
+                insert_jobs(conn, emu, run, args.changes)
                 before = len(steps)
                 called, wall = time.perf_counter(), time.time()
-                query = stream(spark, options).to_delta(
-                    str(work / "bronze"),
-                    app_id="floor",
-                    checkpoint=str(work / "checkpoint"),
-                    facts_table=str(work / "facts"),
-                    trigger={"availableNow": True},
-                )
+                query = start_run(spark, options, work, "floor")
                 returned = time.perf_counter()
                 query.awaitTermination()
                 row["to_delta"] = _split(query, called, wall, returned, time.perf_counter())
@@ -244,10 +224,7 @@ def main() -> None:  # noqa: PLR0915 (one straight script)
     for path, splits in results.items():
         medians = [statistics.median(column) for column in zip(*splits, strict=True)]
         print(f"{path:>15}" + "".join(f"{v:>9.2f}" for v in medians))
-    measured = steps[args.warmup :]
-    names = [name for name in measured[0] if name != "total"]
-    parts = ", ".join(f"{n} {statistics.median(s.get(n, 0) for s in measured):.0f}" for n in names)
-    print(f"to_delta's sink steps, median ms: {parts}")
+    print(f"to_delta's sink steps, median ms: {median_steps(steps[args.warmup :])}")
 
 
 if __name__ == "__main__":

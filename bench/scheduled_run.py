@@ -25,8 +25,47 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from _sink_steps import collect_sink_steps
+from _sink_steps import collect_sink_steps, median_steps
+
+
+def enable_jobs(conn: Any, text: str, password: str) -> dict[str, str]:
+    """Creates ``dbo.jobs`` in the emulator with CDC on (``conn``: its ``sa`` connection,
+    ``text``: its connection string) and returns the options of a stream of it."""
+    conn.execute("CREATE TABLE dbo.jobs (id int PRIMARY KEY, name nvarchar(40), n int)")
+    conn.execute("EXEC sys.sp_cdc_enable_db")
+    conn.execute(
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'jobs', "
+        "@role_name = NULL"
+    )
+    return {
+        "connectionString": text,
+        "user": "sa",
+        "password": password,
+        "captureInstance": "dbo_jobs",
+    }
+
+
+def insert_jobs(conn: Any, emu: Any, run: int, rows: int) -> None:
+    """``rows`` new jobs in one commit (ids from ``run * rows``), captured by the emulator."""
+    values = ", ".join(f"({run * rows + i}, N'job {run}', {i})" for i in range(rows))
+    conn.execute(f"INSERT INTO dbo.jobs VALUES {values}")
+    emu.scan()
+
+
+def start_run(spark: Any, options: dict[str, str], work: Path, app_id: str) -> Any:
+    """Starts one scheduled run: ``to_delta`` (availableNow) into ``work``'s bronze, facts
+    table and checkpoint; returns the started query."""
+    from mssql_cdc import stream
+
+    return stream(spark, options).to_delta(
+        str(work / "bronze"),
+        app_id=app_id,
+        checkpoint=str(work / "checkpoint"),
+        facts_table=str(work / "facts"),
+        trigger={"availableNow": True},
+    )
 
 
 def main() -> None:
@@ -36,7 +75,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2)
     args = parser.parse_args()
 
-    from mssql_cdc import _native, stream
+    from mssql_cdc import _native
     from mssql_cdc.emulator import Emulator
     from mssql_cdc.spark import get_spark
 
@@ -49,34 +88,13 @@ def main() -> None:
     with Emulator() as emu:
         text = f"Server=tcp:{emu.host},{emu.port};Encrypt=no"
         with _native.connect(text, user="sa", password=emu.password) as conn:
-            conn.execute("CREATE TABLE dbo.jobs (id int PRIMARY KEY, name nvarchar(40), n int)")
-            conn.execute("EXEC sys.sp_cdc_enable_db")
-            conn.execute(
-                "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'jobs', "
-                "@role_name = NULL"
-            )
-            options = {
-                "connectionString": text,
-                "user": "sa",
-                "password": emu.password,
-                "captureInstance": "dbo_jobs",
-            }
+            options = enable_jobs(conn, text, emu.password)
             print(f"{'run':>4}{'whole s':>9}{'to trigger s':>14}{'trigger s':>11}{'sink s':>8}")
             for run in range(args.warmup + args.runs):
-                values = ", ".join(
-                    f"({run * args.rows + i}, N'job {run}', {i})" for i in range(args.rows)
-                )
-                conn.execute(f"INSERT INTO dbo.jobs VALUES {values}")
-                emu.scan()
+                insert_jobs(conn, emu, run, args.rows)
                 before = len(steps)
                 started, wall = time.perf_counter(), time.time()
-                query = stream(spark, options).to_delta(
-                    str(work / "bronze"),
-                    app_id="scheduled",
-                    checkpoint=str(work / "checkpoint"),
-                    facts_table=str(work / "facts"),
-                    trigger={"availableNow": True},
-                )
+                query = start_run(spark, options, work, "scheduled")
                 query.awaitTermination()
                 whole = time.perf_counter() - started
                 progress = [p for p in query.recentProgress if p["numInputRows"]]
@@ -99,10 +117,7 @@ def main() -> None:
         f"to the first trigger {medians[1]:.2f} s, trigger {medians[2]:.2f} s, "
         f"sink {medians[3]:.2f} s"
     )
-    measured = steps[args.warmup :]
-    names = [name for name in measured[0] if name != "total"]
-    parts = ", ".join(f"{n} {statistics.median(s.get(n, 0) for s in measured):.0f}" for n in names)
-    print(f"the sink's steps, median ms: {parts}")
+    print(f"the sink's steps, median ms: {median_steps(steps[args.warmup :])}")
 
 
 if __name__ == "__main__":
