@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import re
+import tempfile
 import uuid
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,7 @@ __all__ = [
     "last_committed_offset",
     "parse_offset_log",
     "seed_committed_batch",
+    "write_whole",
 ]
 
 log = logging.getLogger("mssql_cdc.sink")
@@ -177,7 +179,7 @@ def seed_committed_batch(
     offsets of the newest batch's start), and the commit log's newest entry: so it writes
     ``offsets/<batch_id - 1>`` (the same offset; only for ``batch_id > 0``), then
     ``offsets/<batch_id>``, then ``commits/<batch_id>``, and ``metadata`` (a new query id)
-    first. Each file is written whole under a temporary name and renamed into place. ``conf``
+    first, each with :func:`write_whole`. ``conf``
     is the batch metadata's SQL settings, copied from an entry Spark wrote for a query of the
     same session (Spark fills the settings an entry lacks with their oldest defaults). Driver.
 
@@ -196,18 +198,29 @@ def seed_committed_batch(
     source = json.dumps({"lsn": offset["lsn"], "commit_ts": offset.get("commit_ts", "")})
     metadata = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": dict(conf)})
     entry = f"v1\n{metadata}\n{source}"
-    _write_whole(os.path.join(checkpoint, "metadata"), json.dumps({"id": str(uuid.uuid4())}))
+    files = [("metadata", json.dumps({"id": str(uuid.uuid4())}))]
     for batch in ([batch_id - 1] if batch_id > 0 else []) + [batch_id]:
-        _write_whole(os.path.join(checkpoint, "offsets", str(batch)), entry)
-    _write_whole(
-        os.path.join(checkpoint, "commits", str(batch_id)), 'v1\n{"nextBatchWatermarkMs":0}'
-    )
+        files.append((os.path.join("offsets", str(batch)), entry))
+    files.append((os.path.join("commits", str(batch_id)), 'v1\n{"nextBatchWatermarkMs":0}'))
+    for name, text in files:  # in this order: the commit entry last
+        write_whole(os.path.join(checkpoint, name), text, temporary_prefix=".seeding-")
 
 
-def _write_whole(path: str, text: str) -> None:
-    """``text`` in ``path``, written under a temporary name in its directory, then renamed."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    temporary = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.seeding")
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(temporary, path)
+def write_whole(path: str, text: str, *, temporary_prefix: str) -> None:
+    """Writes ``text`` to ``path`` atomically: a temporary file named ``temporary_prefix...tmp``
+    in the same directory (created when missing), flushed to disk, then renamed over ``path``;
+    the temporary file is removed when anything fails. The checkpoint's own files (the seeded
+    log entries, the generation file) are written this way and nowhere else."""
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=temporary_prefix, suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise

@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from mssql_cdc.sink.ledger import ids
-from mssql_cdc.sink.ledger.checkpoint import clear_unfinished_log_writes, last_committed_offset
+from mssql_cdc.sink.ledger.checkpoint import (
+    clear_unfinished_log_writes,
+    last_committed_offset,
+    write_whole,
+)
 
 __all__ = [
     "GENERATIONS_DIR",
@@ -112,21 +115,11 @@ def read_state(checkpoint: str) -> GenerationState:
 
 def write_state(checkpoint: str, state: GenerationState) -> None:
     """Writes ``state`` atomically (temporary file in the same directory, then replace)."""
-    os.makedirs(checkpoint, exist_ok=True)
     payload = asdict(state)
     if state.recovering is None:
         payload.pop("recovering")
-    fd, temp = tempfile.mkstemp(prefix=".generation-", suffix=".tmp", dir=checkpoint)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(payload, handle, indent=1, sort_keys=True)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, _state_path(checkpoint))
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+    text = json.dumps(payload, indent=1, sort_keys=True)
+    write_whole(_state_path(checkpoint), text, temporary_prefix=".generation-")
 
 
 @dataclass(frozen=True)
