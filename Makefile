@@ -108,7 +108,8 @@ wheel-check: wheel
 # The main suite runs on Spark 4.2 (.venv). On 4.0 and 4.1 CI runs this subset, one or two tests
 # per layer: the Spark-minor shims and the readers against the server, the stream (batches,
 # resume, the legacy reader), the snapshot source, the Delta sink, to_delta with facts, a stream
-# going on from a seeded checkpoint (Spark's checkpoint format).
+# going on from a seeded checkpoint (Spark's checkpoint format), the database stream (its clock
+# source, both ways of reading a table's range).
 SPARK_MINOR_TESTS ?= \
   tests/source/test_compat.py \
   tests/source/test_reader_server.py \
@@ -120,7 +121,8 @@ SPARK_MINOR_TESTS ?= \
   tests/sink/test_state_warmup.py::test_the_next_commit_finds_the_state_computed \
   tests/sink/test_state_warmup.py::test_within_a_batch_the_facts_commit_finds_its_state_and_nothing_is_computed_after \
   tests/pipeline/test_to_delta.py::test_smallest_stream_writes_the_history_once_with_a_facts_row_per_batch \
-  tests/sink/test_seeded_checkpoint.py
+  tests/sink/test_seeded_checkpoint.py \
+  tests/pipeline/test_database_stream.py::test_every_table_lands_once_and_a_rerun_reads_only_what_is_new
 
 test-spark40 test-spark41: test-spark4%:
 	bash scripts/setup-spark.sh 4.$*

@@ -22,6 +22,7 @@ PUBLIC = (
     mssql_cdc.reconcile,
     mssql_cdc.apply_changes,
     mssql_cdc.start_many,
+    mssql_cdc.start_database,
 )
 
 

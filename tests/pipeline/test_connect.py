@@ -150,3 +150,44 @@ def test_pipeline_by_hand_with_register_and_delta_sink(any_spark, source, tmp_pa
     query.awaitTermination()
     assert bronze_changes(spark, bronze) == source.changes()
     assert sum(r["rows"] for r in _facts(spark, facts)) == len(source.changes())
+
+
+def test_a_database_stream_lands_each_table_once(connect, source, tmp_path):
+    """``start_database`` on Connect: its ``foreachBatch`` function runs in the server's worker,
+    reads each changed table there, and a rerun reads only what is new."""
+    from mssql_cdc import start_database
+
+    spark = connect
+    source.workload(1, scan=False)
+    source.sql("INSERT INTO dbo.other VALUES (1, N'x')")
+    source.scan()
+    options = source.options()
+    del options["captureInstance"]
+
+    def run():
+        query = start_database(
+            spark,
+            options,
+            ["dbo_orders", "dbo_other"],
+            target=str(tmp_path / "bronze" / "{ci}"),
+            app_id="c-{ci}",
+            checkpoint=str(tmp_path / "chk"),
+            facts_table=str(tmp_path / "facts"),
+            name="connect-db",
+            trigger={"availableNow": True},
+        )
+        query.awaitTermination()
+        assert query.exception() is None
+
+    run()
+    assert bronze_changes(spark, tmp_path / "bronze" / "dbo_orders") == source.changes()
+    source.workload(100)
+    run()
+    assert bronze_changes(spark, tmp_path / "bronze" / "dbo_orders") == source.changes()
+    other = spark.read.format("delta").load(str(tmp_path / "bronze" / "dbo_other"))
+    assert other.count() == 1
+    rows = _facts(spark, tmp_path / "facts")
+    assert [(r["app_id"], r["rows"]) for r in rows if r["app_id"] == "c-dbo_orders"] == [
+        ("c-dbo_orders", 11),
+        ("c-dbo_orders", 11),
+    ]

@@ -80,6 +80,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "once, or processingTime=INTERVAL with an interval Spark reads (processingTime=1 minute)",
     )
     parser.add_argument("--bootstrap", action="store_true", help="load the table's rows first")
+    parser.add_argument(
+        "--database-stream",
+        metavar="NAME",
+        help="with several capture instances: run them in one query, a database stream of this "
+        "name (its own id; --checkpoint is then its one checkpoint, without {ci}, and "
+        "--facts-table is required; see docs/many-tables.md)",
+    )
     parser.add_argument("--query-name", help="query name (default: the app id)")
     parser.add_argument(
         "--no-progress",
@@ -248,7 +255,10 @@ def run_stream(args: argparse.Namespace, out: TextIO) -> int:
     # the arguments first, then the password (which may be prompted for), then Spark
     trigger = parse_trigger(args.trigger)
     several = args.schema is not None or len(args.capture_instance) > 1
-    if several:
+    database = getattr(args, "database_stream", None)
+    if database is not None:
+        _check_database(args)
+    elif several:
         _check_many(args)
     options = options_from(args, os.environ)
     # SQL Server before Spark: a wrong server, login or TLS setting fails before Spark starts,
@@ -265,6 +275,8 @@ def run_stream(args: argparse.Namespace, out: TextIO) -> int:
                 check_reachable(options)
             instances = list(args.capture_instance)
     spark = get_spark("mssql-cdc-stream", config=stream_run_config())
+    if database is not None:
+        return _run_database(spark, args, options, trigger, out, instances=instances)
     if not several:
         return _run_one(spark, args, options, trigger, out)
     return _run_many(spark, args, options, trigger, out, instances=instances)
@@ -335,6 +347,86 @@ def _check_many(args: argparse.Namespace) -> None:
         if ci in seen:
             raise UsageError(f"--capture-instance {ci!r} is given twice")
         seen.add(ci)
+
+
+def _check_database(args: argparse.Namespace) -> None:
+    """The arguments of a database stream that ``start_database`` would refuse, refused
+    before anything starts: ``--query-name``, ``--bootstrap``, a missing ``--facts-table``,
+    ``--target`` or ``--app-id`` without ``{ci}``, ``--checkpoint`` with it, a repeated
+    ``--capture-instance``.
+
+    Raises:
+        UsageError: naming the argument.
+    """
+    from mssql_cdc.pipeline.fanout import PLACEHOLDER, expand_template
+
+    if args.query_name:
+        raise UsageError("--query-name: a database stream's query is named --database-stream")
+    if args.bootstrap:
+        raise UsageError(
+            "--bootstrap: a database stream does not bootstrap its tables yet; bootstrap a "
+            "table with its own stream first (docs/many-tables.md)"
+        )
+    if not args.facts_table:
+        raise UsageError("--database-stream needs --facts-table: its tables' positions are there")
+    for name in ("target", "app_id"):
+        try:
+            expand_template(name, getattr(args, name), "x")
+        except ValueError as exc:
+            raise UsageError(f"--{name.replace('_', '-')}: {exc}") from None
+    if PLACEHOLDER in args.checkpoint:
+        raise UsageError(
+            f"--checkpoint {args.checkpoint!r}: a database stream has one checkpoint; remove "
+            f"'{PLACEHOLDER}'"
+        )
+    seen: set[str] = set()
+    for ci in args.capture_instance or ():
+        if ci in seen:
+            raise UsageError(f"--capture-instance {ci!r} is given twice")
+        seen.add(ci)
+
+
+def _run_database(
+    spark: SparkSession,
+    args: argparse.Namespace,
+    options: dict[str, str],
+    trigger: dict[str, object],
+    out: TextIO,
+    *,
+    instances: list[str],
+) -> int:
+    from mssql_cdc import start_database
+
+    shared = {k: v for k, v in options.items() if k.lower() != "captureinstance"}
+    query = start_database(
+        spark,
+        shared,
+        instances,
+        target=args.target,
+        app_id=args.app_id,
+        checkpoint=args.checkpoint,
+        facts_table=args.facts_table,
+        name=args.database_stream,
+        trigger=trigger,
+    )
+    print(f"{query.name}: streaming {len(instances)} capture instances", file=out)
+    try:
+        # no live panel: the query's own rows are none (its clock's); the sink logs each
+        # batch's tables at INFO, and the facts table has each table's rows
+        query.awaitTermination()
+    except KeyboardInterrupt:
+        print(f"{query.name}: stopping", file=out)
+        query.stop()
+    except Exception as exc:  # the query's failure, raised again by Spark on this thread
+        print(f"{query.name}: the query failed: {_first_line(exc)}", file=sys.stderr)
+        return 1
+    ran = {p["batchId"] for p in query.recentProgress if "addBatch" in p.get("durationMs", {})}
+    print(
+        f"{query.name}: {count_text(len(ran), 'database batch', 'database batches')} ran; each "
+        f"table's rows, and any table parked, are in {args.facts_table} (mssql-cdc status)",
+        file=out,
+    )
+    return 0
 
 
 def _schema_instances(options: Mapping[str, str], schema: str) -> list[str]:

@@ -26,6 +26,12 @@ from mssql_cdc.sink.control import (
     read_silver_positions,
     read_verdict,
 )
+from mssql_cdc.sink.database_sink import (
+    DatabaseSettings,
+    DatabaseSink,
+    DatabaseSource,
+    DatabaseTable,
+)
 from mssql_cdc.sink.delta import DeltaSink, WarmState, delta_sink, warm_state_for
 from mssql_cdc.sink.facts import (
     Bootstrapped,
@@ -62,6 +68,7 @@ from mssql_cdc.sink.ledger import (
     sink_arguments,
     stream_of_sink,
 )
+from mssql_cdc.sink.ledger.database import DatabaseLedger
 from mssql_cdc.sink.reconcile_tables import (
     append_report,
     bronze_change_keys,
@@ -85,6 +92,11 @@ __all__ = [
     "ChunkFact",
     "ChunkLanded",
     "ChunkedSnapshot",
+    "DatabaseLedger",
+    "DatabaseSettings",
+    "DatabaseSink",
+    "DatabaseSource",
+    "DatabaseTable",
     "DeltaSink",
     "Generation",
     "GenerationState",

@@ -250,6 +250,8 @@ class DeltaSink:
         self._existing: set[TableRef] = set()
         self._warned_no_metrics = False
         self._warm_state = warm_mode(warm_state)
+        #: where a database stream's batch wants its facts rows (not committed here)
+        self._deferred: list[FactRow] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -264,14 +266,49 @@ class DeltaSink:
         finally:  # a thread started beside the bronze write never outlives its batch
             _join(beside)
 
-    def _batch(self, df: DataFrame, batch_id: int, beside: list[threading.Thread]) -> None:
+    def write_table_batch(
+        self,
+        df: DataFrame,
+        batch_id: int,
+        end: dict[str, str],
+        *,
+        checked: bool,
+        facts_rows: list[FactRow],
+    ) -> None:
+        """One micro-batch of a table of a database stream (``sink.database_sink``): the steps
+        of the module doc, with the batch's end given (the database stream's offset, not this
+        table's offset log), and the facts rows handed back in ``facts_rows`` instead of
+        committed (the database stream commits every table's rows of a batch in one commit).
+        ``checked``: the table's newest micro-batch was committed by this run (the rewind rule
+        need not read the tables: batch ids of a table in a database stream skip the batches
+        it was idle in); else the rule reads them, as on a run's first batch."""
+        if checked:
+            self._expected = batch_id
+        beside: list[threading.Thread] = []
+        self._deferred = facts_rows
+        try:
+            self._batch(df, int(batch_id), beside, end)
+        finally:
+            self._deferred = None
+            _join(beside)
+
+    def _batch(
+        self,
+        df: DataFrame,
+        batch_id: int,
+        beside: list[threading.Thread],
+        given_end: dict[str, str] | None = None,
+    ) -> None:
         """One micro-batch, the steps of the module doc; a thread started beside the bronze
-        write (``_facts_ahead``) goes into ``beside``."""
+        write (``_facts_ahead``) goes into ``beside``; ``given_end``: the batch's end, when
+        not from this sink's offset log."""
         started_at, clock = utc_now(), time.monotonic()
         steps = _Steps()
         spark = df.sparkSession
         ledger = self._ledger(spark)
         decision, end = self._prepare(ledger, df, batch_id)
+        if given_end is not None:
+            end = given_end
         steps.lap("checks")
         # the bronze commit already landed (a replay): Delta would skip the append
         in_target = decision.in_target
@@ -519,6 +556,9 @@ class DeltaSink:
         ]
         if self.metrics is not None:
             rows += EventRow.from_files(batch_id, self.metrics.events())
+        if self._deferred is not None:  # a database stream's batch commits them
+            self._deferred.extend(rows)
+            return
         if self._warm_state == WARM_WITHIN_BATCH:
             # not started by now: the commit builds the state itself; started: it is finished
             # first. None starts after the commit (of the version it writes, of no use here)

@@ -36,7 +36,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from mssql_cdc.sink.txn_ids import compute_transactions, has_delta_jvm
@@ -46,7 +46,14 @@ if TYPE_CHECKING:
 
     from mssql_cdc.sink.tables import TableRef
 
-__all__ = ["JOB_GROUP", "WARMER", "StateWarmer", "compute_state_ahead", "start_beside"]
+__all__ = [
+    "JOB_GROUP",
+    "WARMER",
+    "StateWarmer",
+    "compute_state_ahead",
+    "run_each",
+    "start_beside",
+]
 
 log = logging.getLogger("mssql_cdc.sink")
 
@@ -252,13 +259,13 @@ def _local_property(spark: SparkSession, key: str) -> str | None:
 
 
 @contextlib.contextmanager
-def _as(spark: SparkSession, group: str | None) -> Iterator[None]:
+def _as(spark: SparkSession, group: str | None, description: str = DESCRIPTION) -> Iterator[None]:
     """This thread's jobs in ``group`` (else :data:`JOB_GROUP`), cancellable with it, and
     ``spark`` the JVM's active session, for the block."""
     context = spark.sparkContext
     # cancelling the group fails the job for the waiting thread at once either way; interrupting
     # the tasks' threads only adds Spark's ERROR for an interrupted local shuffle read (ADR 0183)
-    context.setJobGroup(group or JOB_GROUP, DESCRIPTION, interruptOnCancel=False)
+    context.setJobGroup(group or JOB_GROUP, description, interruptOnCancel=False)
     jvm = getattr(spark, "_jvm", None)
     session_class = None if jvm is None else jvm.org.apache.spark.sql.SparkSession
     if session_class is not None:
@@ -312,3 +319,34 @@ def start_beside(
     thread = threading.Thread(target=run, name="mssql_cdc-sink-ahead", daemon=True)
     thread.start()
     return thread
+
+
+def run_each(
+    spark: SparkSession, works: Sequence[Callable[[], None]], workers: int
+) -> list[BaseException | None]:
+    """Runs each of ``works`` (one table's write of a database stream's batch) and returns its
+    failure or ``None``, in order; at most ``workers`` at a time on threads of the driver, in the
+    calling thread's job group (a streaming query's: stopping it cancels them) with ``spark``
+    active, where the session is classic with pinned threads; elsewhere (Spark Connect,
+    unpinned threads) or with one worker, one after the other in the calling thread. Returns
+    once every work ended. Driver."""
+    if workers <= 1 or len(works) <= 1 or not _pinned(spark):
+        return [_outcome(work) for work in works]
+    group = _local_property(spark, "spark.jobGroup.id")
+
+    def run(work: Callable[[], None]) -> BaseException | None:
+        with _as(spark, group, "mssql_cdc: a table's micro-batch of a database stream"):
+            return _outcome(work)
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mssql_cdc-table") as pool:
+        return list(pool.map(run, works))
+
+
+def _outcome(work: Callable[[], None]) -> BaseException | None:
+    try:
+        work()
+    except Exception as exc:
+        return exc
+    return None

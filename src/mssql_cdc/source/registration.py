@@ -1,4 +1,5 @@
-"""``register(spark)``: add ``format("mssql_cdc")`` and ``format("mssql_cdc_snapshot")``, and
+"""``register(spark)``: add ``format("mssql_cdc")``, ``format("mssql_cdc_snapshot")`` and the
+database stream's clock ``format("mssql_cdc_database")``, and
 have the session redact ``connectionString`` in plan strings (ADR 0035)."""
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def redact_connection_strings(spark: SparkSession) -> bool:
 
 
 def register(spark: SparkSession) -> None:
-    """Register both data sources on ``spark``.
+    """Register the data sources on ``spark``.
 
     Captures the session's core count for ``numPartitions=auto`` into registered subclasses,
     because planning runs in a Python worker that has no session, and has the session redact
@@ -66,4 +67,10 @@ def register(spark: SparkSession) -> None:
             },
         )
         spark.dataSource.register(registered)
-    log.debug("registered mssql_cdc and mssql_cdc_snapshot (auto partitions: %d)", cores)
+    from mssql_cdc.source.database_clock import DatabaseClockDataSource
+
+    spark.dataSource.register(DatabaseClockDataSource)
+    log.debug(
+        "registered mssql_cdc, mssql_cdc_snapshot and mssql_cdc_database (auto partitions: %d)",
+        cores,
+    )

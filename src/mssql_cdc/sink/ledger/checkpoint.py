@@ -37,6 +37,8 @@ __all__ = [
     "batch_end",
     "clear_unfinished_log_writes",
     "last_committed_offset",
+    "newest_committed",
+    "newest_conf",
     "parse_offset_log",
     "seed_committed_batch",
     "write_whole",
@@ -204,6 +206,34 @@ def seed_committed_batch(
     files.append((os.path.join("commits", str(batch_id)), 'v1\n{"nextBatchWatermarkMs":0}'))
     for name, text in files:  # in this order: the commit entry last
         write_whole(os.path.join(checkpoint, name), text, temporary_prefix=".seeding-")
+
+
+def newest_committed(checkpoint: str) -> int:
+    """The newest batch id of the local ``checkpoint``'s commit log (``-1``: none)."""
+    committed = _batches(os.path.join(checkpoint, "commits"))
+    return committed[-1] if committed else -1
+
+
+def newest_conf(checkpoint: str) -> dict[str, str]:
+    """The SQL settings (``conf``) of the newest offset log entry Spark wrote in the local
+    ``checkpoint``: what :func:`seed_committed_batch` copies into a new checkpoint.
+
+    Raises:
+        ValueError: the checkpoint has no offset log entry, or its newest is unreadable.
+    """
+    logged = _batches(os.path.join(checkpoint, "offsets"))
+    if not logged:
+        raise ValueError(f"checkpoint {checkpoint!r} has no offset log entry")
+    path = os.path.join(checkpoint, "offsets", str(logged[-1]))
+    with open(path, encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    try:
+        conf = json.loads(lines[1])["conf"]
+    except (IndexError, KeyError, TypeError, ValueError):
+        raise ValueError(f"{path}: not an offset log entry Spark wrote") from None
+    if not isinstance(conf, dict):
+        raise ValueError(f"{path}: not an offset log entry Spark wrote")
+    return {str(k): str(v) for k, v in conf.items()}
 
 
 def write_whole(path: str, text: str, *, temporary_prefix: str) -> None:

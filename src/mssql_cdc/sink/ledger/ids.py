@@ -31,6 +31,15 @@ from the user's ``app_id`` unless noted. ``S`` is a snapshot's LSN.
 
 A full snapshot's ``snapshot_open`` row carries no transaction (each run that reads the table
 writes one).
+
+A database stream (``D`` its own app_id) writes each table's micro-batches under the table's
+ids above, and two commits of its own on the facts table:
+
+* the tables that join or leave it, before a batch's first table commit: ``<D>#members``, the
+  database batch id (:func:`database_members`);
+* the facts rows of the batch, after its tables' bronze commits (each table's micro-batch
+  row, the heartbeat rows of idle tables, the parked tables' events): ``<D>#facts``, the
+  database batch id (:func:`database_facts`).
 """
 
 from __future__ import annotations
@@ -51,6 +60,8 @@ __all__ = [
     "chunk_wave",
     "chunk_wave_id",
     "chunked_open",
+    "database_facts",
+    "database_members",
     "events_id",
     "facts_id",
     "generations_regex",
@@ -149,6 +160,16 @@ def batch_facts(sink: str, batch_id: int) -> Txn:
 
 
 # -- whole snapshots -------------------------------------------------------------------------
+
+
+def database_members(database_app_id: str, batch_id: int) -> Txn:
+    """A database stream's membership rows of batch ``batch_id``: ``<D>#members``."""
+    return Txn(f"{database_app_id}#members", batch_id)
+
+
+def database_facts(database_app_id: str, batch_id: int) -> Txn:
+    """A database stream's facts rows of batch ``batch_id``: ``<D>#facts``."""
+    return Txn(facts_id(database_app_id), batch_id)
 
 
 def events_id(app_id: str) -> str:

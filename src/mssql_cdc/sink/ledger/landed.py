@@ -25,15 +25,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LastBatch",
+    "Member",
+    "TableBatch",
     "WaveCommit",
     "bootstrap_lsn",
     "chunk_rows",
+    "database_members",
     "find_snapshot",
     "last_batch",
+    "last_batches",
     "newest_headroom",
     "newest_wave",
     "newest_whole_snapshot",
     "recorded_targets",
+    "recorded_targets_of",
     "snapshot_rows",
     "snapshot_txn_version",
     "txn_version",
@@ -109,6 +114,120 @@ def last_batch(
         end_lsn=row["end_lsn"],
         rows=None if row["rows"] is None else int(row["rows"]),
     )
+
+
+@dataclass(frozen=True)
+class TableBatch:
+    """A sink id's newest micro-batch row as a database stream resumes from it: its batch id,
+    its end (``None``: not recorded) and when it was written."""
+
+    batch_id: int
+    end_lsn: str | None
+    end_commit_ts: datetime | None
+    written_at: datetime | None
+
+
+def last_batches(
+    spark: SparkSession, facts: TableRef, sink_ids: Sequence[str]
+) -> dict[str, TableBatch]:
+    """The newest micro-batch row of each of ``sink_ids`` that has one, in one aggregation of
+    the facts table (which must exist)."""
+    if not sink_ids:
+        return {}
+    from pyspark.sql import functions as sf
+
+    rows = (
+        facts.read(spark)
+        .where(
+            sf.col("app_id").isin(list(sink_ids))
+            & sf.col("event").isNull()
+            & sf.col("batch_id").isNotNull()
+        )
+        .groupBy("app_id")
+        .agg(sf.max(sf.struct("batch_id", "end_lsn", "end_commit_ts", "written_at")).alias("last"))
+        .collect()
+    )
+    out: dict[str, TableBatch] = {}
+    for row in rows:
+        last = row["last"]
+        out[str(row["app_id"])] = TableBatch(
+            int(last["batch_id"]), last["end_lsn"], last["end_commit_ts"], last["written_at"]
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Member:
+    """A table's newest membership row of a database stream: joined (``True``) or left, the
+    database batch it was written in and the table's micro-batch id at that batch (a joined
+    table's batch id is the database batch id plus ``version - database_batch``)."""
+
+    joined: bool
+    database_batch: int
+    version: int
+    #: the table's bronze table as the row names it
+    target: str | None = None
+
+
+#: the event kinds of a database stream's membership rows
+MEMBER_EVENTS = ("database_joined", "database_left")
+
+
+def database_members(
+    spark: SparkSession, facts: TableRef, database_app_id: str
+) -> dict[str, Member]:
+    """Each sink id's newest membership row written by the database stream
+    ``database_app_id`` (its ``detail`` names the stream), in one read of the facts table
+    (none when it does not exist)."""
+    if not facts.exists(spark):
+        return {}
+    from pyspark.sql import functions as sf
+
+    rows = (
+        facts.read(spark)
+        .where(sf.col("event").isin(list(MEMBER_EVENTS)))
+        .select("app_id", "event", "batch_id", "detail", "written_at", "target")
+        .orderBy("written_at")
+        .collect()
+    )
+    out: dict[str, Member] = {}
+    for row in rows:  # oldest first: of two rows of one batch, the later written wins
+        try:
+            detail = json.loads(row["detail"] or "{}")
+        except ValueError:
+            continue
+        if not isinstance(detail, dict) or detail.get("database_app_id") != database_app_id:
+            continue
+        member = Member(
+            row["event"] == MEMBER_EVENTS[0],
+            int(detail["database_batch"]),
+            int(row["batch_id"]),
+            row["target"],
+        )
+        known = out.get(str(row["app_id"]))
+        if known is None or member.database_batch >= known.database_batch:
+            out[str(row["app_id"])] = member
+    return out
+
+
+def recorded_targets_of(
+    spark: SparkSession, facts: TableRef, app_ids: Sequence[str]
+) -> dict[str, set[str]]:
+    """The targets the facts table records for each of ``app_ids`` (as written), in one
+    aggregation; the table must exist."""
+    from pyspark.sql import functions as sf
+
+    rows = (
+        facts.read(spark)
+        .where(sf.col("app_id").isin(list(app_ids)) & sf.col("target").isNotNull())
+        .select("app_id", "target")
+        .distinct()
+        .collect()
+    )
+    out: dict[str, set[str]] = {}
+    for row in rows:
+        out.setdefault(str(row["app_id"]), set()).add(str(row["target"]))
+    return out
 
 
 def recorded_targets(

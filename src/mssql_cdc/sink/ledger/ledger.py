@@ -81,6 +81,8 @@ CommitKind = Literal[
     "chunk_plan",  # its snapshot_plan row
     "chunk_wave",  # a wave's bronze append
     "chunk_facts",  # the wave's snapshot_chunk rows
+    "database_members",  # a database stream's tables joining or leaving (ledger.database)
+    "database_facts",  # a database stream's facts rows of a batch, every table's
 ]
 
 #: called with ``(kind, "before" | "after", transaction)`` around every commit when set (a

@@ -17,7 +17,7 @@ from typing import Any
 
 from mssql_cdc.sink.facts import BatchCounts
 
-__all__ = ["batch", "batch_facts", "chunk_wave", "snapshot", "snapshot_fact"]
+__all__ = ["batch", "batch_facts", "chunk_wave", "database_fact", "snapshot", "snapshot_fact"]
 
 
 def batch(sink: str, batch_id: int) -> str:
@@ -82,3 +82,10 @@ def snapshot_fact(app_id: str, event: str, lsn: str, generation: int | None = No
     if generation is not None:
         meta["generation"] = generation
     return json.dumps(meta)
+
+
+def database_fact(database_app_id: str, event: str, batch_id: int, tables: int) -> str:
+    """A database stream's facts commit's (``database_members``, ``heartbeat``): compact,
+    sorted ``{"app_id", "batch_id", "event", "tables"}`` (``tables``: the rows' sink ids)."""
+    meta = {"app_id": database_app_id, "batch_id": batch_id, "event": event, "tables": tables}
+    return json.dumps(meta, sort_keys=True, separators=(",", ":"))

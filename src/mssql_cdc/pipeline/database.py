@@ -1,0 +1,374 @@
+"""``start_database``: one streaming query for many capture instances of one database
+(docs/many-tables.md#the-database-stream, ADR 0210).
+
+The query reads the clock ``format("mssql_cdc_database")`` (an offset per trigger: the
+database's newest commit) and writes through ``sink.DatabaseSink``, which reads each changed
+table's range as a batch and writes it to the table's own bronze table under the table's own
+sink id, as its single stream (``to_delta``) would. Runs on the driver; the sink and its
+:class:`ServerReads` run where Spark runs the ``foreachBatch`` function (the driver, or Spark
+Connect's worker).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from mssql_cdc._native import Lsn
+from mssql_cdc.connection_string import move_password
+from mssql_cdc.options import SourceOptions, parse_options, warn_unknown
+from mssql_cdc.pipeline.arguments import check_trigger, copy_options
+from mssql_cdc.pipeline.fanout import PLACEHOLDER, _instances, expand_template, table_options
+from mssql_cdc.pipeline.start import check_name_free
+from mssql_cdc.sink import (
+    DatabaseLedger,
+    DatabaseSettings,
+    DatabaseSink,
+    DatabaseTable,
+    ensure_facts_table,
+    sink_arguments,
+    warm_state_for,
+)
+from mssql_cdc.source import read_locally, register
+
+if TYPE_CHECKING:
+    import os
+
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+    from mssql_cdc.source.client import CdcClient
+
+__all__ = ["ServerReads", "leave_database", "start_database"]
+
+log = logging.getLogger("mssql_cdc.pipeline")
+
+T = TypeVar("T")
+
+#: options a table's batch read of a database stream leaves out (the read's range is the
+#: stream's; its metrics are not folded)
+_DROPPED = frozenset({"metricspath", "startinglsn", "endinglsn"})
+
+
+class ServerReads:
+    """What a database stream asks SQL Server and Spark (``sink.DatabaseSource``): one
+    connection for the low-water marks and the changed-tables statements, kept for the run
+    (never pickled), and each table's read: in this process when small, else a batch read
+    through ``format("mssql_cdc")``.
+
+    Args:
+        options: each capture instance's options (checked), by name.
+    """
+
+    #: small ranges read in this process (``read_locally``); tests turn it off to have every
+    #: range read by ``spark.read``
+    local = True
+
+    def __init__(self, options: Mapping[str, Mapping[str, str]]) -> None:
+        self.options = {ci: dict(o) for ci, o in options.items()}
+        self._client: CdcClient | None = None
+        #: each instance's schema, inferred by its first read of the run
+        self._schemas: dict[str, Any] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_client"] = None
+        state["_schemas"] = {}
+        return state
+
+    def __repr__(self) -> str:  # never the options: they hold secrets
+        return f"ServerReads(tables={len(self.options)})"
+
+    @property
+    def client(self) -> CdcClient:
+        if self._client is None:
+            from mssql_cdc.source.client import CdcClient
+
+            first = next(iter(self.options.values()))
+            self._client = CdcClient(parse_options(first))
+        return self._client
+
+    def _retry(self, what: str, call: Callable[[], T]) -> T:
+        from mssql_cdc.source.retry import with_retry
+
+        return with_retry(self.client, what, call)
+
+    def low_water(self) -> dict[str, str]:
+        """``sys.sp_cdc_help_change_data_capture``'s ``start_lsn`` of each instance the login
+        can read (one statement)."""
+        instances = self._retry("capture instances", self.client.capture_instances)
+        return {i.name: str(i.start_lsn) for i in instances}
+
+    def changed(self, names: Sequence[str], after: str, upto: str) -> set[str]:
+        """The instances among ``names`` with changes in ``(after, upto]`` (one statement per
+        250 instances)."""
+        low, high = Lsn.parse(after), Lsn.parse(upto)
+        return set(
+            self._retry(
+                "changed capture instances",
+                lambda: self.client.changed_instances(names, low, high),
+            )
+        )
+
+    def read(
+        self, spark: SparkSession, capture_instance: str, after: str | None, upto: str
+    ) -> DataFrame:
+        """The instance's changes ``(after, upto]`` (``after`` ``None``: from its
+        ``startingLsn``): read here when they are one partition's worth (``read_locally``: the
+        batch read's plan and task code in this process), else a batch read
+        (``format("mssql_cdc")``) that the sink's write reads."""
+        table = self.options[capture_instance]
+        opts = {k: v for k, v in table.items() if k.lower() not in _DROPPED}
+        opts["startingLsn"] = after if after is not None else _starting(table) or "earliest"
+        opts["endingLsn"] = upto
+        if self.local:
+            found = read_locally(parse_options(opts), self._schemas.get(capture_instance))
+            if found is not None:
+                schema, rows = found
+                self._schemas[capture_instance] = schema
+                return spark.createDataFrame(rows, schema=schema)
+        return spark.read.format("mssql_cdc").options(**opts).load()
+
+    def start(self, capture_instance: str, upto: str) -> str | None:
+        """A new table's start: ``startingLsn=latest`` is the batch's end (nothing older is
+        read), an LSN is itself, ``earliest`` (the default) is ``None``."""
+        given = _starting(self.options[capture_instance])
+        if given is None or given.lower() == "earliest":
+            return None
+        if given.lower() == "latest":
+            return upto
+        return str(Lsn.parse(given))
+
+    def close(self) -> None:
+        """Closes the connection."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def _starting(options: Mapping[str, str]) -> str | None:
+    return next((v for k, v in options.items() if k.lower() == "startinglsn"), None)
+
+
+def start_database(
+    spark: SparkSession,
+    options: SourceOptions | Mapping[str, object],
+    capture_instances: Sequence[str] | Mapping[str, Mapping[str, object] | None],
+    *,
+    target: str,
+    app_id: str,
+    checkpoint: str | os.PathLike[str],
+    facts_table: str,
+    name: str,
+    **settings: object,
+) -> StreamingQuery:
+    """Starts one streaming query that keeps many capture instances of one database in bronze,
+    exactly once, each table as its own ``to_delta`` stream would (its bronze rows, its facts
+    rows, its ``txnAppId``).
+
+    Args:
+        spark: the session.
+        options: the data source options every table shares (``captureInstance`` is set per
+            table).
+        capture_instances: a list of names, or a mapping of name to option overrides.
+        target, app_id: templates containing ``{ci}`` (``"bronze.{ci}"``, ``"sales-{ci}"``):
+            each table's bronze table and sink id, as ``start_many`` gives them.
+        checkpoint: the query's one checkpoint (no ``{ci}``).
+        facts_table: the facts table (required: each table's position is read from it).
+        name: the database stream's own id and query name (its membership and heartbeat
+            commits; never a table's ``app_id``).
+        **settings: ``trigger`` (as ``to_delta``'s; default Spark's), ``heartbeat_seconds``
+            (default 300: how often an idle table gets a 0-row facts row), ``parallel``
+            (default 4: how many changed tables are written at once, on driver threads;
+            classic Spark only).
+
+    Returns:
+        The started query.
+
+    Raises:
+        TypeError, ValueError: a bad argument, checked before anything is read or written: a
+            template without ``{ci}``, a checkpoint with it, an instance named twice, two
+            tables with one target or ``app_id``, ``name`` equal to a table's ``app_id``, an
+            unknown setting, a bad option; an instance SQL Server does not list, or two
+            instances of one table (checked with one catalog query before the start).
+    """
+    trigger, heartbeat, parallel = _settings(settings)
+    tables = _instances(capture_instances)
+    location = checkpoint if isinstance(checkpoint, str) else _path(checkpoint)
+    if PLACEHOLDER in location:
+        raise ValueError(
+            f"checkpoint {location!r}: a database stream has one checkpoint for all its tables; "
+            f"remove '{PLACEHOLDER}'"
+        )
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError("name must be a non-empty string: the database stream's id")
+    shared = move_password(copy_options(options))
+    per_table: dict[str, dict[str, str]] = {}
+    members: list[DatabaseTable] = []
+    facts_ref = None
+    for ci, overrides in tables.items():
+        one = table_options(shared, move_password(overrides), ci)
+        warn_unknown(parse_options(one))
+        per_table[ci] = one
+        one_target = expand_template("target", target, ci)
+        one_app = expand_template("app_id", app_id, ci)
+        target_ref, one_app, facts_ref = sink_arguments(one_target, one_app, facts_table)
+        if one_app == name:
+            raise ValueError(f"name {name!r} is also the app_id of {ci!r}: give the stream its own")
+        if any(m.app_id == one_app for m in members):
+            raise ValueError(f"app_id {app_id!r} gives {one_app!r} for two capture instances")
+        if any(m.target == target_ref for m in members):
+            raise ValueError(f"target {target!r} gives {target_ref.text!r} for two instances")
+        members.append(DatabaseTable(ci, target_ref, one_app))
+    assert facts_ref is not None
+
+    reads = ServerReads(per_table)
+    try:
+        _check_instances(reads, list(tables))
+    finally:
+        reads.close()
+    register(spark)
+    check_name_free(spark, name)
+    ensure_facts_table(spark, facts_ref)
+    sink = DatabaseSink(
+        name,
+        members,
+        facts_ref,
+        reads,
+        location,
+        settings=DatabaseSettings(heartbeat, warm_state_for(trigger), parallel),
+    )
+    clock_options = dict(per_table[members[0].capture_instance])
+    writer = (
+        spark.readStream.format("mssql_cdc_database")
+        .options(**clock_options)
+        .load()
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", location)
+        .queryName(name)
+    )
+    if trigger is not None:
+        writer = writer.trigger(**trigger)  # type: ignore[call-overload]
+    query = writer.start()
+    log.info(
+        "%s: started the database stream of %d table(s) (checkpoint %s, facts %s)",
+        name,
+        len(members),
+        location,
+        facts_ref.text,
+    )
+    return query
+
+
+def leave_database(
+    spark: SparkSession,
+    *,
+    name: str,
+    target: str,
+    app_id: str,
+    facts_table: str,
+    database_checkpoint: str | os.PathLike[str],
+    checkpoint: str | os.PathLike[str],
+) -> int:
+    """Moves a table out of the database stream ``name``, to go on as a single stream
+    (``to_delta``) without reloading: records that it left (a ``database_left`` facts row) and
+    writes the single stream's new checkpoint, one committed micro-batch (the table's newest
+    one the facts table records) ending where that batch ended. Stop the database stream
+    first, and leave the table out of its list from then on; then start the table's
+    ``to_delta`` with ``target``, ``app_id``, ``facts_table`` and ``checkpoint``.
+
+    Args:
+        name: the database stream's name (``start_database``'s), not active in this session.
+        target: the table's bronze table; app_id: its sink id (as the database stream's
+            template gave it); facts_table: the database stream's facts table.
+        database_checkpoint: the database stream's checkpoint (local; its SQL settings are
+            copied).
+        checkpoint: the single stream's new checkpoint (local, absent or empty).
+
+    Returns:
+        The committed batch id (the single stream's first batch is the next one).
+
+    Raises:
+        ValueError: the database stream is active in this session, a URI or non-empty
+            ``checkpoint``, a facts table that records no micro-batch of ``app_id``, or the
+            facts table naming another target for it.
+    """
+    location = checkpoint if isinstance(checkpoint, str) else _path(checkpoint)
+    source = database_checkpoint
+    source = source if isinstance(source, str) else _path(source)
+    target_ref, one_app, facts_ref = sink_arguments(target, app_id, facts_table)
+    assert facts_ref is not None
+    check_name_free(spark, name)
+    from mssql_cdc.sink import Ledger, StreamTables
+
+    Ledger(StreamTables(spark, target_ref, facts_ref), one_app).check_one_target()
+    ledger = DatabaseLedger(spark, facts_ref, name, set())
+    batch_id = ledger.seed_single(one_app, source, location)
+    ledger.record_left(one_app, target_ref.text, source)
+    log.info(
+        "%s: left the database stream %s; a single stream's checkpoint %s goes on after "
+        "micro-batch %d",
+        one_app,
+        name,
+        location,
+        batch_id,
+    )
+    return batch_id
+
+
+def _settings(settings: Mapping[str, object]) -> tuple[dict[str, object] | None, float, int]:
+    """``start_database``'s keyword settings checked: the trigger, ``heartbeat_seconds``,
+    ``parallel``.
+
+    Raises:
+        TypeError: an unknown keyword.
+        ValueError: a bad value, naming the setting.
+    """
+    unknown = set(settings) - {"trigger", "heartbeat_seconds", "parallel"}
+    if unknown:
+        raise TypeError(
+            f"start_database got unexpected keyword argument(s) {sorted(unknown)}; "
+            "it takes trigger, heartbeat_seconds and parallel"
+        )
+    trigger = check_trigger(settings.get("trigger"))
+    heartbeat = settings.get("heartbeat_seconds", 300.0)
+    if isinstance(heartbeat, bool) or not isinstance(heartbeat, int | float) or heartbeat < 0:
+        raise ValueError(f"heartbeat_seconds must be a number of seconds >= 0, got {heartbeat!r}")
+    parallel = settings.get("parallel", 4)
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise ValueError(f"parallel must be a whole number of tables >= 1, got {parallel!r}")
+    return trigger, float(heartbeat), parallel
+
+
+def _check_instances(reads: ServerReads, names: Sequence[str]) -> None:
+    """Every name is an instance SQL Server lists for the login, and no two are instances of
+    one table (a table's switch to a new instance is followed by its single stream)."""
+    instances = {
+        i.name: i for i in reads._retry("capture instances", reads.client.capture_instances)
+    }
+    missing = [n for n in names if n not in instances]
+    if missing:
+        raise ValueError(
+            f"capture instance(s) {missing} are not listed by sys.sp_cdc_help_change_data_capture "
+            "for this login (not enabled, or the login may not read them)"
+        )
+    seen: dict[tuple[str, str], str] = {}
+    for n in names:
+        key = (instances[n].source_schema, instances[n].source_table)
+        if key in seen:
+            raise ValueError(
+                f"capture instances {seen[key]!r} and {n!r} are both of table "
+                f"{key[0]}.{key[1]}: give one (a database stream follows no instance switch)"
+            )
+        seen[key] = n
+
+
+def _path(value: object) -> str:
+    import os
+
+    if isinstance(value, os.PathLike):
+        path = os.fspath(value)
+        if isinstance(path, str):
+            return path
+    raise TypeError(f"checkpoint must be a path (str), got {type(value).__name__}")

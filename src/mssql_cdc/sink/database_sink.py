@@ -1,0 +1,564 @@
+"""``DatabaseSink``: the ``foreachBatch`` function of a database stream, which keeps many
+capture instances of one database in bronze with one streaming query
+(docs/many-tables.md#the-database-stream, ADR 0210).
+
+The query reads the clock ``format("mssql_cdc_database")``, whose offset is the database's
+newest commit; database batch ``B`` stands for every table's changes up to its end offset
+``L_B``. Each table keeps its own sink id, ``txnAppId``, bronze table and facts rows: its
+micro-batch goes through its own :class:`~mssql_cdc.sink.delta.DeltaSink` (the same checks,
+commits, counts and replay rules as a single stream's), at its batch id ``B + offset``; the
+offset is fixed when the table joins and recorded (``ledger.database``) before the table's first
+commit, so a replayed database batch gives every table the batch id it had.
+
+Per database batch, on the driver (or Spark Connect's ``foreachBatch`` worker), in this order:
+
+1. ``L_B`` from the query's offset log; on a run's first batch, each table's position (the end
+   of its newest micro-batch row in the facts table, one aggregation for all tables), and the
+   membership rows of tables that join or leave, committed before any table's commit;
+2. which tables to read: those whose position is below the low-water mark of their capture
+   instance (the read applies the data-loss rule), new tables, and those with changes in
+   ``(position, L_B]`` (``DatabaseSource.changed``: a few statements for all tables);
+3. each such table's changes ``(position, L_B]`` read as a batch and written by its sink: bronze,
+   then its facts row;
+4. the heartbeat rows: a 0-row micro-batch row ending at ``L_B`` for each idle table whose last
+   row is older than ``heartbeat_seconds``, and a ``table_parked`` event row for each table that
+   failed, all in one facts commit (``<D>#facts``, ``B``).
+
+A table whose read or write fails with an error of its own (data loss, a schema change, a
+revoked grant, a dropped capture instance, a rewound history) is *parked*: it is left out of the
+run's later batches, its failure is logged and recorded, and the others go on; the next run
+tries it again. A failure that is not the table's own (the connection, Spark) fails the batch,
+and Spark replays it. A table whose bronze commit landed before its failure is never parked:
+the batch fails, and its replay writes the facts row the commit lacks.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+from mssql_cdc.errors import (
+    ConnectionLostError,
+    DataLossError,
+    LoginError,
+    SchemaChangedError,
+    SqlServerError,
+    SqlTimeoutError,
+    TlsError,
+    find_error,
+)
+from mssql_cdc.sink.delta import DeltaSink
+from mssql_cdc.sink.facts import (
+    BatchCounts,
+    BatchRow,
+    EventRow,
+    FactRow,
+    FoldedMetrics,
+    parse_utc,
+    utc_now,
+)
+from mssql_cdc.sink.ledger import checkpoint
+from mssql_cdc.sink.ledger.database import DatabaseLedger, TableRow, member_row
+from mssql_cdc.sink.ledger.landed import TableBatch
+from mssql_cdc.sink.tables import TableRef
+from mssql_cdc.sink.warmup import run_each
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["DatabaseSettings", "DatabaseSink", "DatabaseSource", "DatabaseTable", "parkable"]
+
+log = logging.getLogger("mssql_cdc.sink")
+
+#: the errors that are a table's own: the table is parked, the others go on
+_TABLE_ERRORS: tuple[type[BaseException], ...] = (
+    DataLossError,
+    SchemaChangedError,
+    PermissionError,
+    ValueError,
+)
+#: server errors that are the connection's, not a table's: the batch fails
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+    ConnectionLostError,
+    LoginError,
+    SqlTimeoutError,
+    TlsError,
+)
+
+
+def parkable(exc: BaseException) -> bool:
+    """Whether ``exc`` (as raised, or wrapped by Spark) is a table's own failure: data loss, a
+    schema change, a permission, a ``ValueError`` of ours (a rewound history, a bad option), or
+    an error SQL Server raised for the table's statement (an instance dropped: 208); not a
+    lost connection, a login or a timeout."""
+    if isinstance(exc, _TABLE_ERRORS):  # raised as is (the sink's own rewind check)
+        return True
+    found = find_error(exc)
+    if found is None:
+        return False
+    if issubclass(found.cls, _TABLE_ERRORS):
+        return True
+    return issubclass(found.cls, SqlServerError) and not issubclass(found.cls, _CONNECTION_ERRORS)
+
+
+class DatabaseSource(Protocol):
+    """What the database sink asks SQL Server and Spark's readers (``pipeline.database`` builds
+    it): runs where the sink runs."""
+
+    def low_water(self) -> Mapping[str, str]:
+        """Each readable capture instance's ``start_lsn`` (its low-water mark), by name."""
+
+    def changed(self, names: Sequence[str], after: str, upto: str) -> set[str]:
+        """The names among ``names`` with changes in ``(after, upto]``."""
+
+    def read(
+        self, spark: SparkSession, capture_instance: str, after: str | None, upto: str
+    ) -> DataFrame:
+        """The instance's changes ``(after, upto]`` as a batch (``after`` ``None``: from the
+        instance's ``startingLsn`` option)."""
+
+    def start(self, capture_instance: str, upto: str) -> str | None:
+        """Where a table new to the stream starts: an LSN taken as processed, or ``None``
+        (read from its ``startingLsn``: ``earliest``)."""
+
+
+@dataclass
+class DatabaseTable:
+    """One capture instance of a database stream and its bronze table (a sink id of
+    generation 0: ``app_id``)."""
+
+    capture_instance: str
+    target: TableRef
+    app_id: str
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    """How a database stream paces its work.
+
+    Attributes:
+        heartbeat_seconds: how often an idle table gets a 0-row row (at most once per this
+            many seconds).
+        warm_state: as ``delta_sink``'s, for each table's sink.
+        parallel: how many tables' writes run at once, on threads of the driver (classic
+            Spark; one after the other on Spark Connect).
+    """
+
+    heartbeat_seconds: float = 300.0
+    warm_state: bool | str = True
+    parallel: int = 4
+
+
+@dataclass
+class _State:
+    """A table's state within a run."""
+
+    table: DatabaseTable
+    sink: DeltaSink
+    offset: int = 0
+    position: str | None = None
+    #: the newest micro-batch id recorded for the table (``-1``: none)
+    last: int = -1
+    #: whether the table's history since the run began is this run's own (after the run's first
+    #: batch, or a table that just joined): its write need not read it again
+    ours: bool = False
+    written_at: datetime | None = None
+    parked: str | None = None
+
+    def version(self, batch_id: int) -> int:
+        return batch_id + self.offset
+
+
+@dataclass
+class _Batch:
+    """What one database batch did, for its log line."""
+
+    read: list[str] = field(default_factory=list)
+    parked: list[_State] = field(default_factory=list)
+    heartbeats: int = 0
+    #: milliseconds spent planning the tables' reads and writing them
+    plan_ms: int = 0
+    write_ms: int = 0
+
+
+class DatabaseSink:
+    """The ``foreachBatch`` function of a database stream (see the module doc).
+
+    Args:
+        app_id: the database stream's own identity (its membership and heartbeat commits);
+            never a table's.
+        tables: the capture instances and their bronze tables, in order.
+        facts: the facts table (required: the tables' positions are read from it).
+        source: the server and the readers.
+        checkpoint: the query's checkpoint location (each batch's end is read from its offset
+            log).
+        settings: heartbeat interval, state warming, parallel writes.
+    """
+
+    def __init__(
+        self,
+        app_id: str,
+        tables: Sequence[DatabaseTable],
+        facts: TableRef,
+        source: DatabaseSource,
+        checkpoint: str,
+        *,
+        settings: DatabaseSettings | None = None,
+    ) -> None:
+        self.app_id = app_id
+        self.tables = list(tables)
+        self.facts = facts
+        self.source = source
+        self.checkpoint = checkpoint
+        self.settings = settings if settings is not None else DatabaseSettings()
+        self._states: dict[str, _State] | None = None
+        self._seen: set[TableRef] = set()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"DatabaseSink(app_id={self.app_id!r}, tables={len(self.tables)})"
+
+    def __getstate__(self) -> dict[str, object]:
+        """What Spark Connect pickles to its ``foreachBatch`` worker: the arguments, no run
+        state and no lock."""
+        state = dict(self.__dict__)
+        state.update(_states=None, _seen=set(), _lock=None)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    @property
+    def parked(self) -> dict[str, str]:
+        """The tables parked in this run: their failure, by capture instance."""
+        if self._states is None:
+            return {}
+        return {ci: s.parked for ci, s in self._states.items() if s.parked is not None}
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        batch_id = int(batch_id)
+        clock, started_at = time.monotonic(), utc_now()
+        spark = df.sparkSession
+        ledger = DatabaseLedger(spark, self.facts, self.app_id, self._seen)
+        end = checkpoint.batch_end(spark, self.checkpoint, batch_id)
+        if end is None:
+            raise ValueError(
+                f"{self.app_id}: the offset log of database batch {batch_id} in "
+                f"{self.checkpoint} cannot be read; its tables' range is unknown"
+            )
+        upto = end["lsn"]
+        done = _Batch()
+        if self._states is None:
+            self._states = self._load(ledger, batch_id, upto)
+            done.parked += [s for s in self._states.values() if s.parked is not None]
+        todo = [
+            s for s in self._states.values() if s.parked is None and s.version(batch_id) > s.last
+        ]
+        written = self._write_tables(spark, self._to_read(todo, upto, done), batch_id, end, done)
+        beats = self._heartbeats(todo, batch_id, end, (started_at, clock), done)
+        rows = [row for _, batch_rows in written for row in batch_rows]
+        rows += [row for row, _ in beats] + [
+            TableRow(
+                s.table.app_id,
+                s.table.target.text,
+                EventRow(s.version(batch_id), "table_parked", upto, None, None, None, s.parked),
+            )
+            for s in done.parked
+        ]
+        if rows:
+            ledger.record_facts(rows, batch_id, utc_now())
+        now = utc_now()
+        for state, _ in written:  # recorded: the batch is done for these tables
+            state.position, state.last, state.ours, state.written_at = (
+                upto,
+                state.version(batch_id),
+                True,
+                now,
+            )
+        for _, state in beats:
+            state.last, state.written_at = state.version(batch_id), now
+        # only a run's first batch can be a replay of a batch a crashed run began (bronze
+        # commits landed, facts not): from here on every table's history is this run's own, so
+        # no table's write reads it again (the rewind rule)
+        for state in self._states.values():
+            state.ours = True
+        done.heartbeats = len(beats)
+        log.info(
+            "%s: database batch %d to %s: %d table(s) read %s (%d ms planning their reads, "
+            "%d ms writing them), %d heartbeat row(s)%s in %d ms",
+            self.app_id,
+            batch_id,
+            upto,
+            len(done.read),
+            done.read[:10],
+            done.plan_ms,
+            done.write_ms,
+            done.heartbeats,
+            f", parked {[s.table.capture_instance for s in done.parked]}" if done.parked else "",
+            round((time.monotonic() - clock) * 1000),
+        )
+
+    # -- a run's first batch --------------------------------------------------------------------
+
+    def _load(self, ledger: DatabaseLedger, batch_id: int, upto: str) -> dict[str, _State]:
+        """Each table's position, newest batch id and offset; the membership rows of tables
+        that join (and of members no longer listed) committed before any table's commit."""
+        sinks = [t.app_id for t in self.tables]
+        last = ledger.last_batches(sinks)
+        members = ledger.members()
+        states: dict[str, _State] = {}
+        rows: list[TableRow] = []
+        joining: list[_State] = []
+        for table in self.tables:
+            state = self._state(table, last.get(table.app_id))
+            member = members.get(table.app_id)
+            if member is not None and member.joined:
+                state.offset = member.version - member.database_batch
+            else:
+                recorded = max(state.last, ledger.recorded(table.target, table.app_id))
+                state.offset = recorded + 1 - batch_id
+                row = member_row(self.app_id, batch_id, recorded + 1, joined=True, lsn=upto)
+                rows.append(TableRow(table.app_id, table.target.text, row))
+                joining.append(state)
+            if state.position is None and state.last < 0:
+                state.position = self.source.start(table.capture_instance, upto)
+            states[table.capture_instance] = state
+        listed = set(sinks)
+        for sink_id, member in members.items():
+            if member.joined and sink_id not in listed:
+                row = member_row(self.app_id, batch_id, member.version, joined=False, lsn=upto)
+                rows.append(TableRow(sink_id, member.target or "", row))
+        if rows:
+            self._record_members(ledger, batch_id, rows, joining)
+        for state in states.values():
+            if state.parked is None and state.last > state.version(batch_id):
+                state.parked = (
+                    f"the facts table records its micro-batch {state.last}, after the "
+                    f"{state.version(batch_id)} this stream would write now: another stream "
+                    "wrote it since it joined (run it in one stream at a time; to move it "
+                    "out, use leave_database)"
+                )
+        self._check_identity(ledger, states)
+        log.info(
+            "%s: %d table(s), %d joining or leaving at database batch %d",
+            self.app_id,
+            len(states),
+            len(rows),
+            batch_id,
+        )
+        return states
+
+    @staticmethod
+    def _record_members(
+        ledger: DatabaseLedger, batch_id: int, rows: Sequence[TableRow], joining: Sequence[_State]
+    ) -> None:
+        """Commits the membership rows, then reads back what was recorded (a replayed batch's
+        commit is skipped by Delta): a joining table takes the recorded offset, or is parked
+        for the run when its joining is not recorded."""
+        ledger.record_members(rows, batch_id)
+        recorded = ledger.members()
+        for state in joining:
+            member = recorded.get(state.table.app_id)
+            if member is None or not member.joined:
+                # this batch's membership commit landed in an earlier run, without this table:
+                # its batch ids cannot be recorded before its first commit now
+                state.parked = (
+                    f"its joining could not be recorded in database batch {batch_id} (a replay "
+                    "of a batch whose membership commit landed without it); it joins on the "
+                    "stream's next run"
+                )
+            elif member.version - member.database_batch == state.offset:
+                state.ours = True  # a new batch id above all it recorded: no rewind check
+            else:
+                state.offset = member.version - member.database_batch
+
+    def _check_identity(self, ledger: DatabaseLedger, states: Mapping[str, _State]) -> None:
+        """Each table's one-target rule (ADR 0031), as its sink's first batch would check it:
+        the facts table is not its bronze table, and its sink id writes no other target (one
+        read of the targets the facts table records for all the sink ids); a table that
+        breaks it is parked."""
+        recorded = ledger.recorded_targets([s.table.app_id for s in states.values()])
+        for state in states.values():
+            if state.parked is not None:
+                continue
+            table = state.table
+            others = recorded.get(table.app_id, set()) - {table.target.text}
+            try:
+                ledger.check_identity(table.target, table.app_id, checked_others=bool(others))
+            except ValueError as exc:
+                state.parked = str(exc)
+
+    def _state(self, table: DatabaseTable, last: TableBatch | None) -> _State:
+        sink = DeltaSink(
+            table.target,
+            table.app_id,
+            self.facts,
+            None,
+            None,
+            warm_state=self.settings.warm_state,
+            identity_checked=True,  # by _check_identity, for all tables at once
+        )
+        state = _State(table, sink)
+        if last is not None:
+            state.last = last.batch_id
+            state.position = last.end_lsn
+            state.written_at = last.written_at
+            if last.end_lsn is None:
+                state.parked = (
+                    f"its newest micro-batch row ({last.batch_id}) records no end LSN: "
+                    "the database stream cannot tell where to go on; run it as a single "
+                    "stream (to_delta) once"
+                )
+        return state
+
+    # -- which tables to read -------------------------------------------------------------------
+
+    def _to_read(self, todo: Sequence[_State], upto: str, done: _Batch) -> list[_State]:
+        """The tables of the batch to read, in the order given: new ones, those below their
+        instance's low-water mark, those with changes in ``(position, upto]``; a table whose
+        instance is gone is parked."""
+        if not todo:
+            return []
+        low = self.source.low_water()
+        chosen: set[str] = set()
+        by_position: dict[str, list[str]] = {}
+        for state in todo:
+            ci = state.table.capture_instance
+            if ci not in low:
+                reason = (
+                    f"capture instance {ci!r} does not exist or the login may not read it "
+                    "(sys.sp_cdc_help_change_data_capture does not list it)"
+                )
+                self._park(state, reason, done)
+                continue
+            if state.position is None or low[ci] > state.position:
+                chosen.add(ci)
+            elif state.position < upto:
+                by_position.setdefault(state.position, []).append(ci)
+        for after, names in by_position.items():
+            chosen |= self.source.changed(names, after, upto)
+        return [s for s in todo if s.table.capture_instance in chosen]
+
+    # -- one table's batch ----------------------------------------------------------------------
+
+    def _write_tables(
+        self,
+        spark: SparkSession,
+        chosen: Sequence[_State],
+        batch_id: int,
+        end: dict[str, str],
+        done: _Batch,
+    ) -> list[tuple[_State, list[TableRow]]]:
+        """Reads and writes each chosen table's batch (its bronze commit; its facts rows handed
+        back for the batch's one facts commit), up to ``settings.parallel`` tables at a time; parks
+        the tables that fail with an error of their own.
+
+        Raises:
+            Exception: the first failure that is not a table's own (after every table's write
+                ended).
+        """
+        out: list[tuple[_State, list[TableRow]] | None] = [None] * len(chosen)
+
+        def work(i: int, state: _State) -> Callable[[], None]:
+            def run() -> None:
+                out[i] = self._write(spark, state, batch_id, end, done)
+
+            return run
+
+        failures = run_each(
+            spark, [work(i, s) for i, s in enumerate(chosen)], self.settings.parallel
+        )
+        raised = next((f for f in failures if f is not None), None)
+        if raised is not None:
+            raise raised
+        return [w for w in out if w is not None]
+
+    def _write(
+        self, spark: SparkSession, state: _State, batch_id: int, end: dict[str, str], done: _Batch
+    ) -> tuple[_State, list[TableRow]] | None:
+        """Reads and writes one table's batch: its bronze commit, and its facts rows returned
+        (``None``: parked on a failure of its own)."""
+        ci, version = state.table.capture_instance, state.version(batch_id)
+        upto = end["lsn"]
+        facts: list[FactRow] = []
+        try:
+            began = time.monotonic()
+            rows = self.source.read(spark, ci, state.position, upto)
+            planned = time.monotonic()
+            state.sink.write_table_batch(rows, version, end, checked=state.ours, facts_rows=facts)
+            finished = time.monotonic()
+        except Exception as exc:
+            if not parkable(exc) or self._bronze_landed(spark, state, version):
+                raise
+            found = find_error(exc)
+            why = str(found) if found is not None else f"{type(exc).__name__}: {exc}"
+            self._park(state, why, done)
+            return None
+        with self._lock:
+            done.plan_ms += round((planned - began) * 1000)
+            done.write_ms += round((finished - planned) * 1000)
+            done.read.append(ci)
+        return state, [TableRow(state.table.app_id, state.table.target.text, r) for r in facts]
+
+    def _park(self, state: _State, reason: str, done: _Batch) -> None:
+        """Leaves the table out of the run's later batches; its ``table_parked`` row goes
+        into this batch's heartbeat commit."""
+        state.parked = reason
+        with self._lock:
+            done.parked.append(state)
+        log.error(
+            "%s: parked %s (%s): %s; the other tables go on, the next run tries it again",
+            self.app_id,
+            state.table.capture_instance,
+            state.table.app_id,
+            reason,
+        )
+
+    def _bronze_landed(self, spark: SparkSession, state: _State, version: int) -> bool:
+        """Whether the table's bronze commit of ``version`` landed (its facts row did not):
+        parking it would leave that commit without its facts row, so the batch fails
+        instead and its replay writes the row."""
+        ledger = DatabaseLedger(spark, self.facts, self.app_id, self._seen)
+        return ledger.bronze_holds(state.table.target, state.table.app_id, version)
+
+    # -- heartbeats -----------------------------------------------------------------------------
+
+    def _heartbeats(
+        self,
+        todo: Sequence[_State],
+        batch_id: int,
+        end: dict[str, str],
+        began: tuple[datetime, float],
+        done: _Batch,
+    ) -> list[tuple[TableRow, _State]]:
+        """The 0-row rows of the idle tables due a heartbeat, each with its table's state (an
+        idle table's position moves to the batch's end either way). Nothing is marked written
+        here: the caller does once the rows' commit landed."""
+        upto = end["lsn"]
+        now = utc_now()
+        folded = FoldedMetrics(end_lsn=upto, end_commit_ts=parse_utc(end.get("commit_ts") or None))
+        started_at, clock = began
+        duration = round((time.monotonic() - clock) * 1000)
+        rows: list[tuple[TableRow, _State]] = []
+        for state in todo:
+            if state.parked is not None or state.table.capture_instance in done.read:
+                continue
+            if state.position is None or state.position > upto:
+                continue
+            state.position = upto
+            due = state.written_at is None or (
+                (now - state.written_at).total_seconds() >= self.settings.heartbeat_seconds
+            )
+            if due:
+                row = BatchRow(
+                    state.version(batch_id), BatchCounts(rows=0), folded, started_at, duration
+                )
+                rows.append((TableRow(state.table.app_id, state.table.target.text, row), state))
+                state.written_at = now
+        return rows

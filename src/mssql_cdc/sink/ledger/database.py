@@ -1,0 +1,190 @@
+"""A database stream's own commits and reads (docs/many-tables.md#the-database-stream).
+
+A database stream (``start_database``) keeps many tables in bronze with one streaming query:
+each table's micro-batches go through that table's own ``Ledger`` (its sink id, its
+``txnAppId``, the same commits a single stream makes), at the table's batch id
+``database batch id + offset``. The offset is fixed when the table joins the stream and
+recorded before its first commit, so that a replayed database batch gives every table the
+batch id it had, and Delta skips what already landed. This module holds what is the database
+stream's own:
+
+* the membership rows (``database_joined`` / ``database_left`` event rows of each table's sink
+  id; ``detail`` names the stream and its batch), one commit per batch that has any
+  (``<D>#members``, the batch id);
+* the heartbeat rows of idle tables (micro-batch rows of 0 rows that end at the batch's end),
+  one commit per batch that has any (``<D>#facts``, the batch id);
+* what the facts table says each table's stream did last (one aggregation for all tables).
+
+Runs on the driver, or in Spark Connect's ``foreachBatch`` worker; building one reads nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from mssql_cdc.sink.facts import EventRow, FactRow, facts_row, utc_now
+from mssql_cdc.sink.facts_table import append_facts
+from mssql_cdc.sink.ledger import checkpoint, identity, ids, landed, metadata
+from mssql_cdc.sink.ledger.landed import Member, TableBatch
+from mssql_cdc.sink.ledger.ledger import CommitKind, _commit
+from mssql_cdc.sink.tables import TableRef, Txn
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["DatabaseLedger", "Member", "TableBatch", "TableRow", "member_row"]
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """A facts row of one table of a database stream: its sink id, its bronze table as the
+    stream names it, and the row."""
+
+    sink_id: str
+    target: str
+    row: FactRow
+
+
+def member_row(
+    database_app_id: str, database_batch: int, version: int, *, joined: bool, lsn: str | None
+) -> EventRow:
+    """A table's ``database_joined`` (or ``database_left``) row: ``batch_id`` the table's batch
+    id at ``database_batch``, ``end_lsn`` the batch's end, ``detail`` the stream and batch."""
+    detail = json.dumps(
+        {"database_app_id": database_app_id, "database_batch": database_batch},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    kind = landed.MEMBER_EVENTS[0] if joined else landed.MEMBER_EVENTS[1]
+    return EventRow(version, kind, lsn, None, None, None, detail)
+
+
+class DatabaseLedger:
+    """The database stream ``app_id``'s commits and reads on the facts table ``facts``."""
+
+    def __init__(
+        self, spark: SparkSession, facts: TableRef, app_id: str, seen: set[TableRef]
+    ) -> None:
+        self.spark = spark
+        self.facts = facts
+        self.app_id = app_id
+        self.seen = seen
+
+    def __repr__(self) -> str:
+        return f"DatabaseLedger(app_id={self.app_id!r}, facts={self.facts.text!r})"
+
+    def members(self) -> dict[str, Member]:
+        """Each table's newest membership row of this stream, by sink id."""
+        return landed.database_members(self.spark, self.facts, self.app_id)
+
+    def last_batches(self, sink_ids: Sequence[str]) -> dict[str, TableBatch]:
+        """The newest micro-batch row of each sink id that has one (one aggregation)."""
+        if not self.facts.exists(self.spark):
+            return {}
+        return landed.last_batches(self.spark, self.facts, sink_ids)
+
+    def recorded(self, target: TableRef, sink_id: str) -> int:
+        """The highest batch id Delta records for ``sink_id``'s micro-batch commits: its facts
+        commits' and its bronze commits' ``txnVersion`` (``-1``: none)."""
+        return max(
+            landed.txn_version(self.spark, self.facts, ids.facts_id(sink_id)),
+            landed.txn_version(self.spark, target, ids.bronze_id(sink_id)),
+        )
+
+    def recorded_targets(self, sink_ids: Sequence[str]) -> dict[str, set[str]]:
+        """The targets the facts table records for each of ``sink_ids``, as written (one
+        read; none when the facts table does not exist)."""
+        if not sink_ids or not self.facts.exists(self.spark):
+            return {}
+        return landed.recorded_targets_of(self.spark, self.facts, sink_ids)
+
+    def check_identity(self, target: TableRef, sink_id: str, *, checked_others: bool) -> None:
+        """The one-target rule of a table: the facts table is not ``target``, and, when the
+        facts table records ``sink_id`` with another spelling of a target
+        (``checked_others``), that it is ``target`` resolved.
+
+        Raises:
+            ValueError: either rule is broken.
+        """
+        identity.check_facts_not_target(self.spark, target, self.facts)
+        if checked_others:
+            identity.check_one_target(self.spark, sink_id, target, self.facts)
+
+    def bronze_holds(self, target: TableRef, sink_id: str, batch_id: int) -> bool:
+        """Whether bronze records ``sink_id``'s micro-batch ``batch_id`` (or a later one)."""
+        return landed.txn_version(self.spark, target, ids.bronze_id(sink_id)) >= batch_id
+
+    def record_left(self, sink_id: str, target: str, database_checkpoint: str) -> None:
+        """Appends the ``database_left`` row of ``sink_id`` (``leave_database``), at the
+        database checkpoint's newest committed batch, without a transaction: a second call
+        writes a second row, and the newest membership row wins."""
+        batch = checkpoint.newest_committed(database_checkpoint)
+        last = self.last_batches([sink_id]).get(sink_id)
+        version = -1 if last is None else last.batch_id
+        row = member_row(self.app_id, batch, version, joined=False, lsn=None)
+        self._append("database_members", [TableRow(sink_id, target, row)], None, None, utc_now())
+
+    def seed_single(self, sink_id: str, database_checkpoint: str, location: str) -> int:
+        """Writes the new local checkpoint ``location`` of a single stream of ``sink_id``, a
+        table leaving this database stream: one committed batch, the table's newest
+        micro-batch id, ending at that batch's end (``checkpoint.seed_committed_batch``, the
+        SQL settings copied from the database checkpoint's newest entry). Returns the batch id.
+
+        Raises:
+            ValueError: the facts table records no micro-batch of ``sink_id``, or none with an
+                end; what ``seed_committed_batch`` and ``newest_conf`` raise.
+        """
+        last = self.last_batches([sink_id]).get(sink_id)
+        if last is None or last.end_lsn is None:
+            raise ValueError(
+                f"{self.facts.text} records no micro-batch of {sink_id!r} with an end LSN: "
+                "nothing to go on from"
+            )
+        conf = checkpoint.newest_conf(database_checkpoint)
+        end_ts = last.end_commit_ts
+        offset = {
+            "lsn": last.end_lsn,
+            "commit_ts": ""
+            if end_ts is None
+            else end_ts.strftime("%Y-%m-%dT%H:%M:%S.") + f"{end_ts.microsecond // 1000:03d}Z",
+        }
+        checkpoint.seed_committed_batch(location, last.batch_id, offset, conf)
+        return last.batch_id
+
+    def record_members(self, rows: Sequence[TableRow], batch_id: int) -> None:
+        """Commits the membership rows of database batch ``batch_id`` in one commit
+        (``<D>#members``, the batch id): Delta skips it when a crashed run landed it; read
+        :meth:`members` again to know what was recorded."""
+        txn = ids.database_members(self.app_id, batch_id)
+        meta = metadata.database_fact(self.app_id, "database_members", batch_id, len(rows))
+        self._append("database_members", rows, txn, meta, utc_now())
+
+    def record_facts(self, rows: Sequence[TableRow], batch_id: int, written_at: datetime) -> None:
+        """Commits the facts rows of database batch ``batch_id`` in one commit (``<D>#facts``,
+        the batch id; Delta skips a replay): the micro-batch rows of the tables written, the
+        heartbeat rows of idle ones, the ``table_parked`` events. A table's batch is done once
+        this lands."""
+        txn = ids.database_facts(self.app_id, batch_id)
+        meta = metadata.database_fact(self.app_id, "database_facts", batch_id, len(rows))
+        self._append("database_facts", rows, txn, meta, written_at)
+
+    def _append(
+        self,
+        kind: CommitKind,
+        rows: Sequence[TableRow],
+        txn: Txn | None,
+        meta: str | None,
+        written_at: datetime,
+    ) -> None:
+        tuples = [
+            facts_row(r.row, app_id=r.sink_id, target=r.target, written_at=written_at) for r in rows
+        ]
+        _commit(
+            kind,
+            txn,
+            lambda: append_facts(self.spark, self.facts, tuples, txn, meta, seen=self.seen),
+        )

@@ -1,0 +1,60 @@
+"""The changes of one LSN range read on the driver, when they are few (a database stream's
+table with a few new commits, docs/many-tables.md).
+
+``spark.read.format("mssql_cdc")`` plans a range in Spark's Python planning process and reads it
+in a task, each a Python process: seconds of fixed cost for a handful of rows. A range whose plan
+is one partition (fewer than ``MIN_ROWS_PER_PARTITION`` rows) is read here instead, by the same
+code: the batch read's planner (retention first, schema changes reviewed, the same range) and the
+task's reader (``read_changes``), in this process, into one Arrow table with the batch read's
+schema. A larger range is left to the batch read (``None``).
+
+This module imports PySpark (for the schema); the driver, or Spark Connect's ``foreachBatch``
+worker, calls it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pyarrow as pa
+from pyspark.sql.types import StructType
+
+from mssql_cdc.options import ReaderOptions
+from mssql_cdc.source.compat import arrow_schema
+from mssql_cdc.source.datasource import _captured, _infer
+from mssql_cdc.source.entra import ship_token
+from mssql_cdc.source.planning import MIN_ROWS_PER_PARTITION
+from mssql_cdc.source.reading import ReadSpec, read_changes
+from mssql_cdc.source.stream_driver import StreamPlanner
+
+__all__ = ["read_locally"]
+
+
+def read_locally(
+    options: ReaderOptions, schema: StructType | None = None
+) -> tuple[StructType, pa.Table] | None:
+    """The changes ``startingLsn < LSN <= endingLsn`` of ``options``' capture instance, read in
+    this process when the batch read would plan them as one partition: the schema (``schema``,
+    else inferred: one catalog read) and the rows, exactly the batch read's. ``None`` when the
+    plan has more partitions (read those with ``spark.read``).
+
+    Raises:
+        DataLossError: changes of the range were purged and ``failOnDataLoss`` is true.
+        ValueError: ``endingLsn`` past the newest commit.
+        SchemaChangedError, PermissionError, SqlServerError: as the batch read.
+    """
+    options = dataclasses.replace(options, metrics_path=None)  # no metrics files: as the batch
+    struct = schema if schema is not None else _infer(options)
+    planner = StreamPlanner(options, _captured(struct), 1, MIN_ROWS_PER_PARTITION)
+    try:
+        start = planner.initial_offset()
+        end = planner.ending_offset(start)
+        parts = planner.plan(start, end)
+        if len(parts) > 1:
+            return None
+        parts = ship_token(options, list(parts))
+    finally:
+        planner.close()
+    spec = ReadSpec(options, arrow_schema(struct))
+    batches = [batch for part in parts for batch in read_changes(spec, part)]
+    return struct, pa.Table.from_batches(batches, schema=spec.schema)

@@ -1,0 +1,377 @@
+"""``start_database``: one query for many capture instances, each table landed once under its
+own sink id, the same bronze rows and facts rows as its single stream, idle tables costing no
+read, a failing table parked alone, a kill between two tables' commits of one batch, and moves
+between a single stream and the database stream."""
+
+from __future__ import annotations
+
+import pytest
+
+from _pipeline import ORDER
+from mssql_cdc import leave_database, start_database, stream
+from mssql_cdc.pipeline.database import ServerReads
+from mssql_cdc.sink import ledger as ledger_pkg
+
+# -- arguments (no Spark) -----------------------------------------------------------------------
+
+
+class _NoSpark:
+    """Nothing may touch the session when the arguments are wrong."""
+
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"the session was used ({name}) before the arguments were checked")
+
+
+@pytest.mark.parametrize(
+    ("instances", "kwargs", "error", "message"),
+    [
+        (["a", "b"], {"target": "bronze.x"}, ValueError, r"target 'bronze.x' must contain"),
+        (["a", "b"], {"app_id": "orders"}, ValueError, r"app_id 'orders' must contain"),
+        (["a", "a"], {}, ValueError, r"'a' is given twice"),
+        ([], {}, ValueError, r"capture_instances is empty"),
+        (["a"], {"checkpoint": "/chk/{ci}"}, ValueError, r"one checkpoint for all its tables"),
+        (["a"], {"name": "app-a"}, ValueError, r"also the app_id of 'a'"),
+        (["a"], {"name": ""}, ValueError, r"name must be a non-empty string"),
+        (
+            ["a"],
+            {"query_name": "q"},
+            TypeError,
+            r"unexpected keyword argument\(s\) \['query_name'\]",
+        ),
+        (["a"], {"heartbeat_seconds": -1}, ValueError, r"heartbeat_seconds must be"),
+        (["a"], {"parallel": 0}, ValueError, r"parallel must be a whole number"),
+        (["a"], {"trigger": {"every": 1}}, ValueError, r"trigger"),
+    ],
+)
+def test_bad_arguments_fail_before_anything_starts(instances, kwargs, error, message):
+    args = {
+        "target": "bronze.{ci}",
+        "app_id": "app-{ci}",
+        "checkpoint": "/tmp/chk/db",
+        "facts_table": "ops.facts",
+        "name": "db",
+    }
+    args.update(kwargs)
+    with pytest.raises(error, match=message):
+        start_database(_NoSpark(), {"connectionString": "Server=x"}, instances, **args)  # type: ignore[arg-type]
+
+
+# -- with Spark and the emulator ----------------------------------------------------------------
+
+
+def _other(source, upto_id: int) -> None:
+    source.sql(f"INSERT INTO dbo.other VALUES ({upto_id}, N'n{upto_id}')")
+    source.sql(f"UPDATE dbo.other SET note = N'u{upto_id}' WHERE id = {upto_id}")
+
+
+def _other_changes(source) -> list[tuple[object, ...]]:
+    rows = source.sql(
+        "SELECT __$start_lsn AS l, __$operation AS o, id, note FROM "
+        "cdc.fn_cdc_get_all_changes_dbo_other(sys.fn_cdc_get_min_lsn(N'dbo_other'), "
+        "sys.fn_cdc_get_max_lsn(), N'all update old') "
+        "ORDER BY __$start_lsn, __$seqval, __$operation"
+    )
+    return [("0x" + r["l"].hex().upper(), r["o"], r["id"], r["note"]) for r in rows]
+
+
+class _Db:
+    """A database stream of dbo_orders and dbo_other under ``tmp_path``."""
+
+    def __init__(self, spark, source, tmp_path, name: str = "db") -> None:
+        self.spark, self.source, self.tmp = spark, source, tmp_path
+        self.name = name
+        self.facts = str(tmp_path / "facts")
+        self.options = source.options()
+        del self.options["captureInstance"]
+
+    def bronze(self, ci: str) -> str:
+        return str(self.tmp / "bronze" / ci)
+
+    def run(self, instances=("dbo_orders", "dbo_other"), **kwargs):
+        query = start_database(
+            self.spark,
+            self.options,
+            list(instances),
+            target=str(self.tmp / "bronze" / "{ci}"),
+            app_id="t-{ci}",
+            checkpoint=str(self.tmp / "chk" / self.name),
+            facts_table=self.facts,
+            name=self.name,
+            trigger={"availableNow": True},
+            **kwargs,
+        )
+        query.awaitTermination(600)
+        assert query.exception() is None, query.exception()
+        return query
+
+    def rows(self, ci: str, columns: list[str]) -> list[tuple[object, ...]]:
+        df = self.spark.read.format("delta").load(self.bronze(ci))
+        return [tuple(r[c] for c in columns) for r in df.orderBy(*ORDER).collect()]
+
+    def batch_rows(self, sink_id: str) -> list[tuple[int, int]]:
+        df = self.spark.read.format("delta").load(self.facts)
+        rows = df.where(f"app_id = '{sink_id}' AND event IS NULL").orderBy("batch_id").collect()
+        return [(r["batch_id"], r["rows"]) for r in rows]
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["read-on-the-driver", "spark-read"])
+def test_every_table_lands_once_and_a_rerun_reads_only_what_is_new(
+    spark, source, tmp_path, monkeypatch, local
+):
+    """Small ranges are read on the driver (``read_locally``); with that off, every range is a
+    batch read through ``format("mssql_cdc")``: the same rows either way."""
+    monkeypatch.setattr(ServerReads, "local", local)
+    source.workload(1, scan=False)
+    _other(source, 1)
+    source.scan()
+    db = _Db(spark, source, tmp_path)
+    db.run()
+    order_cols = ["_start_lsn", "_seqval", "_operation", "_command_id"]
+    assert db.rows("dbo_orders", order_cols) == [c[:4] for c in source.changes()]
+    assert db.rows("dbo_other", ["_start_lsn", "_operation", "id", "note"]) == _other_changes(
+        source
+    )
+    assert [r for _, r in db.batch_rows("t-dbo_orders")] == [len(source.changes())]
+    assert [r for _, r in db.batch_rows("t-dbo_other")] == [3]
+
+    # only dbo.other changes: dbo_orders is idle (a heartbeat row, no read), dbo_other gets
+    # its two new changes once
+    _other(source, 2)
+    source.scan()
+    db.run()
+    assert db.rows("dbo_other", ["_start_lsn", "_operation", "id", "note"]) == _other_changes(
+        source
+    )
+    assert [r for _, r in db.batch_rows("t-dbo_other")] == [3, 3]
+    assert len(db.rows("dbo_orders", order_cols)) == len(source.changes())
+    # nothing new at all: no batch, nothing written
+    before = db.batch_rows("t-dbo_other")
+    db.run()
+    assert db.batch_rows("t-dbo_other") == before
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["read-on-the-driver", "spark-read"])
+def test_the_bronze_rows_are_those_of_a_single_stream(spark, source, tmp_path, monkeypatch, local):
+    monkeypatch.setattr(ServerReads, "local", local)
+    source.workload(1, scan=False)
+    _other(source, 1)
+    source.scan()
+    db = _Db(spark, source, tmp_path)
+    db.run()
+    single = str(tmp_path / "single")
+    options = source.options()
+    query = stream(spark, options).to_delta(
+        single,
+        "single-orders",
+        str(tmp_path / "chk-single"),
+        str(tmp_path / "facts-single"),
+        trigger={"availableNow": True},
+    )
+    query.awaitTermination(600)
+    columns = [c for c in spark.read.format("delta").load(single).columns if c != "_batch_id"]
+
+    def content(path: str) -> list[tuple[object, ...]]:
+        df = spark.read.format("delta").load(path)
+        return [tuple(r[c] for c in columns) for r in df.orderBy(*ORDER).collect()]
+
+    assert content(db.bronze("dbo_orders")) == content(single)
+
+
+@pytest.mark.parametrize(
+    ("stop_at", "landed"),
+    [
+        # the second table's bronze commit is about to start: the first table's landed
+        (("batch", "before", 2), ["dbo_orders"]),
+        # both tables' bronze commits landed, the batch's facts commit has not
+        (("database_facts", "before", 1), ["dbo_orders", "dbo_other"]),
+    ],
+    ids=["between-two-tables", "before-the-facts-commit"],
+)
+def test_a_kill_inside_a_batch_lands_each_table_once(spark, source, tmp_path, stop_at, landed):
+    source.workload(1, scan=False)
+    _other(source, 1)
+    source.scan()
+    db = _Db(spark, source, tmp_path)
+    calls: list[tuple[str, str]] = []
+
+    class KilledError(RuntimeError):
+        pass
+
+    def hook(kind: str, when: str, txn: object) -> None:
+        calls.append((kind, when))
+        if (kind, when) == stop_at[:2] and calls.count(stop_at[:2]) == stop_at[2]:
+            raise KilledError("killed inside the batch")
+
+    ledger_pkg.ledger.commit_hook = hook
+    try:
+        query = start_database(
+            spark,
+            db.options,
+            ["dbo_orders", "dbo_other"],
+            target=str(tmp_path / "bronze" / "{ci}"),
+            app_id="t-{ci}",
+            checkpoint=str(tmp_path / "chk" / "db"),
+            facts_table=db.facts,
+            name="db",
+            trigger={"availableNow": True},
+            parallel=1,  # the tables one after the other: the stop falls between them
+        )
+        with pytest.raises(Exception, match="killed inside the batch"):
+            query.awaitTermination(600)
+    finally:
+        ledger_pkg.ledger.commit_hook = None
+    assert calls.count(("batch", "after")) == len(landed)
+    assert db.batch_rows("t-dbo_orders") == []  # no table's facts row landed
+    db.run()  # Spark replays the batch: what landed is skipped, the rest written once
+    assert len(db.rows("dbo_orders", ["_start_lsn"])) == len(source.changes())
+    assert len(db.rows("dbo_other", ["_start_lsn"])) == len(_other_changes(source))
+    assert [r for _, r in db.batch_rows("t-dbo_orders")] == [len(source.changes())]
+    assert [r for _, r in db.batch_rows("t-dbo_other")] == [3]
+
+
+def test_a_table_moves_from_a_single_stream_into_the_database_stream(spark, source, tmp_path):
+    source.workload(1)
+    db = _Db(spark, source, tmp_path)
+    options = source.options()
+    for first in (10, 20):  # two single-stream batches: its batch ids 0 and 1
+        query = stream(spark, options).to_delta(
+            db.bronze("dbo_orders"),
+            "t-dbo_orders",
+            str(tmp_path / "chk-single"),
+            db.facts,
+            trigger={"availableNow": True},
+        )
+        query.awaitTermination(600)
+        source.workload(first)
+    db.run()
+    assert len(db.rows("dbo_orders", ["_start_lsn"])) == len(source.changes())
+    ids = [b for b, _ in db.batch_rows("t-dbo_orders")]
+    assert ids == [0, 1, 2]  # it goes on after the single stream's batches
+    source.workload(30)
+    db.run()
+    assert len(db.rows("dbo_orders", ["_start_lsn"])) == len(source.changes())
+    rows = db.rows("dbo_orders", ["_start_lsn", "_seqval", "_operation", "_command_id"])
+    assert rows == [c[:4] for c in source.changes()]
+
+    # and back: its single stream goes on from a seeded checkpoint at its newest batch
+    last = leave_database(
+        spark,
+        name="db",
+        target=db.bronze("dbo_orders"),
+        app_id="t-dbo_orders",
+        facts_table=db.facts,
+        database_checkpoint=str(tmp_path / "chk" / "db"),
+        checkpoint=str(tmp_path / "chk-back"),
+    )
+    assert last == db.batch_rows("t-dbo_orders")[-1][0]
+    source.workload(40)
+    query = stream(spark, options).to_delta(
+        db.bronze("dbo_orders"),
+        "t-dbo_orders",
+        str(tmp_path / "chk-back"),
+        db.facts,
+        trigger={"availableNow": True},
+    )
+    query.awaitTermination(600)
+    assert query.exception() is None
+    rows = db.rows("dbo_orders", ["_start_lsn", "_seqval", "_operation", "_command_id"])
+    assert rows == [c[:4] for c in source.changes()]
+    assert db.batch_rows("t-dbo_orders")[-1] == (last + 1, 11)
+    source.workload(50)
+    db.run(["dbo_other"])  # the database stream goes on without it
+    members = spark.read.format("delta").load(db.facts).where("event LIKE 'database_%'")
+    kinds = [(r["app_id"], r["event"]) for r in members.orderBy("written_at").collect()]
+    assert kinds == [
+        ("t-dbo_orders", "database_joined"),
+        ("t-dbo_other", "database_joined"),
+        ("t-dbo_orders", "database_left"),
+    ]
+
+
+def test_an_idle_table_gets_heartbeat_rows_at_the_rate_asked(spark, source, tmp_path):
+    source.workload(1)
+    db = _Db(spark, source, tmp_path)
+    db.run(heartbeat_seconds=0)
+    assert [r for _, r in db.batch_rows("t-dbo_other")] == [0]  # its first batch: empty
+    _other(source, 1)
+    source.scan()
+    db.run(heartbeat_seconds=0)
+    source.workload(10)
+    db.run(heartbeat_seconds=0)  # dbo_other idle: a 0-row row ending at the batch's end
+    rows = spark.read.format("delta").load(db.facts).where("app_id = 't-dbo_other'")
+    got = [
+        (r["rows"], r["end_lsn"]) for r in rows.where("event IS NULL").orderBy("batch_id").collect()
+    ]
+    assert [n for n, _ in got] == [0, 3, 0]
+    assert got[-1][1] == _max_lsn(source)
+    db.run(heartbeat_seconds=3600)  # nothing new: no batch
+    source.workload(20)
+    db.run(heartbeat_seconds=3600)  # idle, and its last row is recent: no row
+    again = [r["rows"] for r in rows.where("event IS NULL").collect()]
+    assert len(again) == 3
+
+
+def _max_lsn(source) -> str:
+    value = source.sql("SELECT sys.fn_cdc_get_max_lsn() AS l")[0]["l"]
+    return "0x" + value.hex().upper()
+
+
+def test_a_failing_table_is_parked_and_the_others_go_on(spark, source, tmp_path):
+    source.workload(1)
+    db = _Db(spark, source, tmp_path)
+    query = start_database(
+        spark,
+        db.options,
+        ["dbo_orders", "dbo_other"],
+        target=str(tmp_path / "bronze" / "{ci}"),
+        app_id="t-{ci}",
+        checkpoint=str(tmp_path / "chk" / "db"),
+        facts_table=db.facts,
+        name="db",
+        trigger={"processingTime": "1 second"},
+    )
+    try:
+        query.processAllAvailable()
+        # the DBA disables CDC on dbo.other while the stream runs: its instance is gone
+        source.sql(
+            "EXEC sys.sp_cdc_disable_table @source_schema = N'dbo', @source_name = N'other', "
+            "@capture_instance = N'dbo_other'"
+        )
+        source.workload(10)
+        query.processAllAvailable()
+        assert query.isActive
+        source.workload(20)
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert len(db.rows("dbo_orders", ["_start_lsn"])) == len(source.changes())
+    facts = spark.read.format("delta").load(db.facts)
+    parked = facts.where("event = 'table_parked'").collect()
+    assert [r["app_id"] for r in parked] == ["t-dbo_other"]  # recorded once, not per batch
+    assert "dbo_other" in parked[0]["detail"]
+
+
+def test_the_command_line_runs_a_schema_as_one_database_stream(
+    spark, source, tmp_path, monkeypatch, capsys
+):
+    from mssql_cdc.cli import main
+
+    source.workload(1, scan=False)
+    _other(source, 1)
+    source.scan()
+    monkeypatch.setenv("MSSQL_CDC_PASSWORD", source.server.password)
+    argv = ["stream", "--connection-string", source.connection_string, "--user", "sa"]
+    argv += ["--schema", "dbo", "--target", str(tmp_path / "b" / "{ci}"), "--app-id", "s-{ci}"]
+    argv += ["--option", "numPartitions=1", "--facts-table", str(tmp_path / "facts")]
+    chk = ["--checkpoint", str(tmp_path / "chk")]
+    assert main([*argv, *chk, "--database-stream", "sales-db"]) == 0
+    for ci, n in (("dbo_orders", len(source.changes())), ("dbo_other", 3)):
+        assert spark.read.format("delta").load(str(tmp_path / "b" / ci)).count() == n
+    assert "sales-db: 1 database batch ran" in capsys.readouterr().out
+    # refused before anything starts, naming the argument
+    bad = ["--checkpoint", str(tmp_path / "c" / "{ci}"), "--database-stream", "sales-db"]
+    assert main([*argv, *bad]) == 2
+    assert "a database stream has one checkpoint" in capsys.readouterr().err
+    assert main([*argv, *chk, "--database-stream", "sales-db", "--bootstrap"]) == 2
+    assert "does not bootstrap its tables yet" in capsys.readouterr().err

@@ -1,0 +1,95 @@
+"""The database stream's rules without Spark: which failures park a table, which tables a
+batch reads (one changed-tables statement per shared position, none for a table whose
+instance is gone), and the membership rows' spelling."""
+
+from __future__ import annotations
+
+import json
+
+from mssql_cdc.errors import ConnectionLostError, DataLossError, SqlServerError, SqlTimeoutError
+from mssql_cdc.sink.database_sink import DatabaseSink, DatabaseTable, _Batch, parkable
+from mssql_cdc.sink.ledger import ids, metadata
+from mssql_cdc.sink.ledger.database import member_row
+from mssql_cdc.sink.tables import table_ref
+
+L1, L2, L3, L4 = (f"0x{n:020X}" for n in (10, 20, 30, 40))
+
+
+def test_a_table_s_own_failures_park_it_and_the_connection_s_fail_the_batch():
+    assert parkable(DataLossError("changes of dbo_orders were purged"))
+    assert parkable(PermissionError("SELECT on cdc.dbo_orders_CT is denied"))
+    assert parkable(SqlServerError("Invalid object name 'cdc.dbo_x_CT'.", number=208))
+    assert parkable(ValueError("the checkpoint was deleted or rewound"))
+    # as Spark wraps a Python worker's failure: only the traceback's last line is left
+    wrapped = RuntimeError("py4j error\nmssql_cdc.errors.DataLossError: changes were purged")
+    assert parkable(wrapped)
+    assert not parkable(ConnectionLostError("the connection was lost"))
+    assert not parkable(SqlTimeoutError("timeout"))
+    assert not parkable(RuntimeError("Spark's own failure"))
+
+
+class _Source:
+    """A fake server: low-water marks, and which names changed after each position."""
+
+    def __init__(self, low: dict[str, str], changed: dict[str, set[str]]) -> None:
+        self.low, self.changes = low, changed
+        self.asked: list[tuple[tuple[str, ...], str, str]] = []
+
+    def low_water(self) -> dict[str, str]:
+        return self.low
+
+    def changed(self, names, after, upto):
+        self.asked.append((tuple(names), after, upto))
+        return {n for n in names if n in self.changes.get(after, set())}
+
+    def read(self, spark, capture_instance, after, upto):  # pragma: no cover (not read here)
+        raise AssertionError("no read in these tests")
+
+    def start(self, capture_instance, upto):  # pragma: no cover
+        return None
+
+
+def _sink(names: list[str], source: _Source) -> DatabaseSink:
+    tables = [DatabaseTable(n, table_ref(f"/tmp/b/{n}", "target"), f"app-{n}") for n in names]
+    return DatabaseSink("db", tables, table_ref("/tmp/facts", "facts_table"), source, "/tmp/chk")
+
+
+def test_a_batch_reads_new_tables_tables_below_their_low_water_and_changed_ones():
+    names = ["new", "purged", "a", "b", "c", "lagging", "gone"]
+    source = _Source(
+        {"new": L1, "purged": L3, "a": L1, "b": L1, "c": L1, "lagging": L1},
+        {L2: {"b"}, L1: {"lagging"}},
+    )
+    sink = _sink(names, source)
+    states = {n: sink._state(t, None) for n, t in zip(names, sink.tables, strict=True)}
+    positions = {"purged": L2, "a": L2, "b": L2, "c": L2, "lagging": L1, "gone": L2}
+    for name, position in positions.items():
+        states[name].position = position
+    done = _Batch()
+    chosen = sink._to_read(list(states.values()), L4, done)
+    assert [s.table.capture_instance for s in chosen] == ["new", "purged", "b", "lagging"]
+    # one statement per position the tables share, never one per table
+    assert source.asked == [(("a", "b", "c"), L2, L4), (("lagging",), L1, L4)]
+    assert [s.table.capture_instance for s in done.parked] == ["gone"]
+    assert "does not exist or the login may not read it" in (states["gone"].parked or "")
+
+
+def test_a_table_already_at_the_batch_end_is_not_asked_about():
+    source = _Source({"a": L1}, {})
+    sink = _sink(["a"], source)
+    state = sink._state(sink.tables[0], None)
+    state.position = L4
+    assert sink._to_read([state], L4, _Batch()) == []
+    assert source.asked == []
+
+
+def test_membership_rows_and_commits_keep_their_spelling():
+    row = member_row("sales-db", 7, 42, joined=True, lsn=L1)
+    assert (row.batch_id, row.kind, row.lsn) == (42, "database_joined", L1)
+    assert json.loads(row.detail or "") == {"database_app_id": "sales-db", "database_batch": 7}
+    assert member_row("sales-db", 9, 50, joined=False, lsn=None).kind == "database_left"
+    assert ids.database_members("sales-db", 7) == ids.Txn("sales-db#members", 7)
+    assert ids.database_facts("sales-db", 7) == ids.Txn("sales-db#facts", 7)
+    assert metadata.database_fact("sales-db", "database_facts", 7, 3) == (
+        '{"app_id":"sales-db","batch_id":7,"event":"database_facts","tables":3}'
+    )
