@@ -2,7 +2,8 @@
 workload and injected faults, each checked for exactly-once delivery. A trial has a seed and a
 kind (``kinds.TRIAL_KINDS``): the main stream, a full or chunked bootstrap (with ``backfill``
 waves next to the stream), ``snapshot()`` calls, ``seed()``, a full or chunked re-snapshot after
-a purge, the switch snapshot, or ``apply_changes`` of type 1 or 2 next to the stream.
+a purge, the switch snapshot, ``apply_changes`` of type 1 or 2 next to the stream, or a database
+stream (``start_database``: one query keeping ``dbo_orders`` and ``dbo_other`` in bronze).
 
 A trial is planned entirely from its seed: :func:`plan` (the trigger, the partitions,
 ``maxCommitsPerBatch``, the workload's transactions and the faults with their moments, drawn as
@@ -16,7 +17,9 @@ kills). It then runs against a fresh in-process emulator (:mod:`mssql_cdc.emulat
    updates, deletes, key-changing updates, multi-table, large and rolled-back transactions;
    for ``switch`` also the new column and the second capture instance), advancing the
    emulator's clock now and then so the minute verdict moves; a re-snapshot trial first runs
-   generation 0 to the end, then commits, moves the clock two days on and purges;
+   generation 0 to the end, then commits, moves the clock two days on and purges; a database
+   trial also inserts, updates, moves and deletes rows of ``dbo.other`` on its own (a random
+   stream of its own, so the planned transactions stay what they were);
 3. the faults fire at their moments: SIGKILL of the driver's process group (a new driver is
    started), a failed statement in the next connection (a failed task or planning call),
    connections dropped mid-result and between requests, refused logins, deadlock victims
@@ -25,7 +28,8 @@ kills). It then runs against a fresh in-process emulator (:mod:`mssql_cdc.emulat
    a marker of the kind's own work;
 4. the faults are cleared, everything is captured, the driver is told to stop, runs one last
    availableNow run (restarted until it does), finishes its backfill and its last
-   ``apply_changes``, and reports what bronze, the facts, the control table and silver hold.
+   ``apply_changes``, and reports what bronze (each table's, for a database stream), the facts,
+   the control table and silver hold.
 
 :func:`kinds.check` then compares with the emulator's change history and table (see
 ``checks.py``). What the seed fixes is the plan; where a fault lands inside Spark's work depends
@@ -40,6 +44,7 @@ import datetime as dt
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -206,7 +211,13 @@ class Workload:
     transactions) adds a column and a second capture instance there."""
 
     def __init__(
-        self, emu: Emulator, plan_: Plan, seconds: float, *, switch_at: float | None = None
+        self,
+        emu: Emulator,
+        plan_: Plan,
+        seconds: float,
+        *,
+        switch_at: float | None = None,
+        other: bool = False,
     ) -> None:
         self.emu = emu
         self.plan = plan_
@@ -220,6 +231,12 @@ class Workload:
         self.switched = threading.Event()
         self.gate: Callable[[], bool] | None = None
         self.transactions = list(plan_.transactions)
+        #: ``other``: transactions of ``dbo.other`` too, from a generator of their own (the
+        #: planned ones, and ``rng``'s draws, stay what they are); its keys above the ids the
+        #: ``multi_table`` inserts draw
+        self.other_rng = random.Random(plan_.seed * 7919 + 2) if other else None
+        self.other_keys: list[int] = []
+        self.other_next = (1 << 30) + 1
         if switch_at is not None:
             self.transactions.insert(int(len(self.transactions) * switch_at), ("switch", 0))
         self.thread = threading.Thread(target=self._run, name="chaos-workload", daemon=True)
@@ -234,6 +251,56 @@ class Workload:
             rows.append(f"({i}, N'n{i}', {self.rng.randint(0, 99)}{note})")
         columns = "(id, name, qty, note)" if self.note else "(id, name, qty)"
         return f"INSERT INTO dbo.orders {columns} VALUES " + ", ".join(rows)
+
+    def _other_insert(self, n: int) -> str:
+        assert self.other_rng is not None
+        rows = []
+        for _ in range(n):
+            i = self.other_next
+            self.other_next += 1
+            self.other_keys.append(i)
+            rows.append(f"({i}, N'p{self.other_rng.randint(0, 999)}')")
+        return "INSERT INTO dbo.other (id, note) VALUES " + ", ".join(rows)
+
+    def prefill_other(self, n: int) -> None:
+        """``n`` rows of ``dbo.other`` committed before the job starts."""
+        while n > 0:
+            size = min(n, 1000)
+            self.conn.execute(self._other_insert(size))
+            n -= size
+
+    def _other_transaction(self) -> None:
+        """One transaction of ``dbo.other``: an insert, an update, a key change, a delete, or an
+        update of both tables in one commit."""
+        rng, run = self.other_rng, self.conn.execute
+        assert rng is not None
+        kind = rng.choice(["insert", "update", "update", "move", "delete", "both"])
+        if kind == "insert" or not self.other_keys:
+            run(self._other_insert(rng.randint(1, 4)))
+        elif kind == "update":
+            ids = rng.sample(self.other_keys, min(2, len(self.other_keys)))
+            run(
+                f"UPDATE dbo.other SET note = N'u{rng.randint(0, 999)}' "
+                f"WHERE id IN ({', '.join(map(str, ids))})"
+            )
+        elif kind == "move":
+            old, new = rng.choice(self.other_keys), self.other_next
+            self.other_next += 1
+            run(f"UPDATE dbo.other SET id = {new}, note = N'k{new}' WHERE id = {old}")
+            self.other_keys = [new if k == old else k for k in self.other_keys]
+        elif kind == "delete":
+            old = rng.choice(self.other_keys)
+            run(f"DELETE FROM dbo.other WHERE id = {old}")
+            self.other_keys.remove(old)
+        else:  # one commit in both tables
+            key = rng.choice(self.other_keys)
+            orders = ""
+            if self.keys:
+                orders = f"; UPDATE dbo.orders SET qty = qty + 1 WHERE id = {rng.choice(self.keys)}"
+            run(
+                f"BEGIN TRAN; UPDATE dbo.other SET note = N'b{rng.randint(0, 999)}' "
+                f"WHERE id = {key}{orders}; COMMIT TRAN"
+            )
 
     def _pick(self, n: int) -> list[int]:
         return self.rng.sample(self.keys, min(n, len(self.keys)))
@@ -334,6 +401,8 @@ class Workload:
                 if n == middle and self.gate is not None:
                     self._wait(self.gate)
                 self._transaction(kind, size)
+                if self.other_rng is not None and self.other_rng.random() < 0.6:
+                    self._other_transaction()
                 if self.rng.random() < 0.15:  # let the minute verdict move
                     self.emu.advance_clock(dt.timedelta(seconds=self.rng.randint(20, 90)))
                 time.sleep(self.rng.uniform(0, 2 * pause))  # pacing, not waiting for an event
@@ -401,6 +470,29 @@ def history(emu: Emulator) -> tuple[list[Change], dict[str, dt.datetime]]:
     times = _sql(conn, "SELECT start_lsn AS l, tran_end_time AS t FROM cdc.lsn_time_mapping")
     conn.close()
     return changes, {_lsn(r["l"]): r["t"] for r in times}
+
+
+def instance_history(emu: Emulator, instance: str, columns: tuple[str, ...]) -> list[Change]:
+    """The change history of one capture instance (its change table), images of ``columns``."""
+    conn = _connect(emu)
+    rows = _sql(
+        conn,
+        "SELECT __$start_lsn AS l, __$seqval AS s, __$operation AS o, __$command_id AS c, "
+        f"{', '.join(columns)} FROM cdc.{instance}_CT",
+    )
+    conn.close()
+    return [
+        Change(_lsn(r["l"]), _lsn(r["s"]), r["o"], r["c"], tuple(r[c] for c in columns), instance)
+        for r in rows
+    ]
+
+
+def table_rows(emu: Emulator, table: str, columns: tuple[str, ...]) -> dict[Any, tuple[Any, ...]]:
+    """A source table's rows by key (the first column)."""
+    conn = _connect(emu)
+    rows = _sql(conn, f"SELECT {', '.join(columns)} FROM {table}")
+    conn.close()
+    return {r[columns[0]]: tuple(r[c] for c in columns) for r in rows}
 
 
 def source_table(emu: Emulator, *, note: bool) -> dict[Any, tuple[Any, ...]]:
@@ -535,13 +627,28 @@ class FocusKiller:
             return self.workload.switched.is_set()
         return self.driver.marker(marker).exists()
 
+    def _given_up(self, marker: str, idle_since: list[float]) -> bool:
+        """A marker that may never come (``kinds.MAY_NOT_COME``: the driver may find nothing
+        to write) is given up 90 s after the workload finished (a restarted driver's session
+        takes 20-40 s to start on the 2-core machine)."""
+        if marker not in kinds.MAY_NOT_COME or self.workload.thread.is_alive():
+            return False
+        if not idle_since:
+            idle_since.append(time.monotonic())
+        return time.monotonic() - idle_since[0] > 90
+
     def _run(self) -> None:
+        idle_since: list[float] = []
         for marker, delay in self.focus:
             deadline = time.monotonic() + 900
             while not self._reached(marker):
-                proc = self.driver.proc
-                if time.monotonic() > deadline or (proc is not None and proc.poll() is not None):
+                with self.driver.lock:  # a restart (the kill, then the start) never seen halfway
+                    proc = self.driver.proc
+                    ended = proc is not None and proc.poll() is not None
+                if time.monotonic() > deadline or ended:
                     return  # the driver ended (or never got there): no kill to make
+                if self._given_up(marker, idle_since):
+                    return
                 time.sleep(0.1)  # waiting on a file the driver writes
             time.sleep(delay)  # the planned moment after the marker
             self.driver.restart()
@@ -580,6 +687,8 @@ class TrialResult:
     #: the harness could not finish the trial (a driver that never started or finished): no
     #: verdict on exactly-once, reported apart from broken promises
     inconclusive: bool = False
+    #: what the checks noted that breaks no promise (a database stream's table parked, ...)
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -690,8 +799,11 @@ def _prepare(
     the driver's job."""
     create_source(emu)
     switch_at = k.params.get("at") if k.kind == "switch" else None
-    workload = Workload(emu, p, seconds, switch_at=switch_at)
+    database = k.kind == "database"
+    workload = Workload(emu, p, seconds, switch_at=switch_at, other=database)
     workload.prefill(k.prefill)
+    if database:
+        workload.prefill_other(k.params["other_prefill"])
     copy = None
     if k.kind == "seed":
         copy = seed_copy(emu, workload, k.params["as_of"], k.params["between"])
@@ -715,11 +827,14 @@ def _finish(driver: Driver, result: TrialResult, workdir: Path) -> bool:
         return False
     result.kills = len(driver.killed_in)
     result.killed_in = driver.killed_in
+    # the driver's own lines (``<what> failed (<n>): ...``), not the product's retries
+    # (``<what> failed (<error>); retrying ...``)
+    failed = re.compile(r" failed \(\d+\): ")
     result.query_failures = sum(
         1
         for path in workdir.glob("driver*.log")
         for line in path.read_text(errors="replace").splitlines()
-        if " failed (" in line
+        if failed.search(line)
     )
     return True
 
@@ -751,10 +866,11 @@ def run_trial(
             driver.wait_marker("gen0")
             purged_after, kept, kept_times = workload.purge()
             (workdir / "purged").touch()
-        driver.wait_marker({"stream": "ready"}.get(kind, "phase_b" if purged_after else "spark"))
+        first = {"stream": "ready", "database": "ready"}
+        driver.wait_marker(first.get(kind, "phase_b" if purged_after else "spark"))
         gate = "snapshot_taken" if kind == "snapshot" else "ready"
         started = lambda: any((workdir / "markers").glob(f"{gate}.*"))  # noqa: E731
-        workload.start(None if kind in ("stream", "switch") else started)
+        workload.start(None if kind in ("stream", "switch", "database") else started)
         focus = FocusKiller(driver, k.focus, workload)
         focus.start()
         armed = _inject_all(emu, driver, p, result)
@@ -776,6 +892,7 @@ def run_trial(
         kinds.check(found, k, data, workdir)
         result.duplicates, result.losses = found.duplicates, found.losses
         result.problems += found.problems
+        result.notes += found.notes
         result.checked = found.checked
         result.changes = found.checked["changes"]
         result.batches = found.checked["batches"]
@@ -814,6 +931,14 @@ def _read(
     )
     generation_file = workdir / "cp" / "_mssql_cdc_generation.json"
     progress_file = workdir / "progress.json"
+    tables = {}
+    if kind == "database":
+        for ci, columns in kinds.DATABASE_TABLES.items():
+            if ci == "dbo_orders":  # as the stream kind reads it
+                tables[ci] = kinds.TableTruth(changes, source_table(emu, note=False), columns)
+                continue
+            source = table_rows(emu, "dbo." + ci.removeprefix("dbo_"), columns)
+            tables[ci] = kinds.TableTruth(instance_history(emu, ci, columns), source, columns)
     return kinds.TrialData(
         history=changes,
         times={lsn: t.replace(tzinfo=None) for lsn, t in times.items()},
@@ -825,6 +950,7 @@ def _read(
         purged_after=purged_after,
         seed_copy=copy,
         columns=("id", "name", "qty", "note") if note else ("id", "name", "qty"),
+        tables=tables,
     )
 
 

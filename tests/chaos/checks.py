@@ -100,8 +100,22 @@ class Findings:
     #: what was checked, by what: "changes", "snapshot rows", "silver rows", ...
     checked: collections.Counter[str] = dataclasses.field(default_factory=collections.Counter)
 
+    #: what is worth knowing but breaks no promise (a table parked and retried, ...)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
     def add(self, text: str) -> None:
         self.problems.append(text)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def absorb(self, other: Findings, label: str) -> None:
+        """Adds what ``other`` found (the checks of one table), each text led by ``label``."""
+        self.duplicates += other.duplicates
+        self.losses += other.losses
+        self.problems += [f"{label}: {text}" for text in other.problems]
+        self.notes += [f"{label}: {text}" for text in other.notes]
+        self.checked.update(other.checked)
 
 
 def _few(items: Iterable[Any], n: int = 3) -> list[Any]:
@@ -467,6 +481,20 @@ def check_batch_facts(
         )
     found.checked["batches"] += len(counts)
     return len(counts)
+
+
+def check_batch_total(
+    found: Findings, changes: Sequence[Change], facts: Sequence[Mapping[str, Any]]
+) -> None:
+    """The micro-batch facts rows (``event`` NULL) of one sink id against its bronze: their
+    ``rows`` sum to bronze's change rows (each batch on its own, and batch ids written twice:
+    :func:`check_batch_facts`)."""
+    total = sum(f["rows"] or 0 for f in facts if f.get("event") is None)
+    if total != len(changes):
+        found.add(
+            f"the micro-batch facts rows count {total} rows in all, bronze holds "
+            f"{len(changes)} change rows"
+        )
 
 
 def check_snapshot_facts(

@@ -19,18 +19,23 @@ its predecessor was killed:
   (and the backfill thread for chunked);
 * ``switch``: ``to_delta(snapshot_on_switch=True)`` while the harness adds a column and a
   second capture instance;
-* ``silver_type1``/``silver_type2``: ``to_delta`` and a thread calling ``apply_changes``.
+* ``silver_type1``/``silver_type2``: ``to_delta`` and a thread calling ``apply_changes``;
+* ``database``: ``start_database`` over ``dbo_orders`` and ``dbo_other`` (one query, one
+  checkpoint, each table's bronze and sink id from the templates), restarted as ``to_delta`` is.
 
 A failed query is restarted in this process, as a scheduler would. With ``track`` the verdict
 of bronze follows every run (``finalization.track``). The driver touches marker files
 (``markers/<name>.<START>``: ``spark`` once its session is up, ``ready`` once a query started,
 ``snapshot_taken`` after each ``snapshot()`` call, ``gen0`` after a re-snapshot trial's first
-part, ``phase_b`` when its second part starts)
-and writes what each thread is doing to ``phase.<thread>``, which the harness reads when it
-kills. It appends to ``state.json`` the state at its start (what a killed predecessor left:
-the verdicts, then bronze's change rows) and, once told to stop (the file ``stop``), after one
-last availableNow run, the final finished backfill and one last ``apply_changes``, the whole
-state: bronze, the facts, the control table and silver.
+part, ``phase_b`` when its second part starts, ``table_writing`` and ``table_committed`` when a
+database stream's first bronze commit of a table starts and lands) and writes what each thread
+is doing to ``phase.<thread>``, which the harness reads when it kills. A database stream's
+commits are observed through the sink ledger's ``commit_hook`` (:func:`observe_commits`: it
+only writes the phase ``db``, never changes what the product does), so that a kill can say
+where inside a database batch it landed. It appends to ``state.json`` the state at its start
+(what a killed predecessor left: the verdicts, then bronze's change rows) and, once told to stop
+(the file ``stop``), after one last availableNow run, the final finished backfill and one last
+``apply_changes``, the whole state: bronze, the facts, the control table and silver.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, run as a script
 from local_spark import spark_config
-from mssql_cdc import apply_changes, finalization, stream
+from mssql_cdc import apply_changes, finalization, start_database, stream
 from mssql_cdc.spark import get_spark
 
 #: a failed query or call is retried this many times before the driver gives up
@@ -128,9 +133,16 @@ def _verdicts(spark: Any, job: Job) -> dict[str, Any]:
 
 def save_state(spark: Any, job: Job, *, final: bool) -> None:
     """Appends the state to ``state.json``: the control rows first (a verdict read before what
-    it speaks of), then bronze's change identities, or at the end every table whole."""
+    it speaks of), then bronze's change identities, or at the end every table whole (a
+    database stream: each table's bronze under ``tables``, by capture instance)."""
     state: dict[str, Any] = {"start": job.start, "final": final, "control": _verdicts(spark, job)}
-    if final:
+    database = job.get("database")
+    if database is not None:
+        where = None if final else "_operation <> 0"
+        state["tables"] = {ci: _rows(spark, path, where) for ci, path in database["tables"].items()}
+        if final:
+            state["facts"] = _rows(spark, job["facts"])
+    elif final:
         state["bronze"] = _rows(spark, job["bronze"])
         state["facts"] = _rows(spark, job["facts"])
         if job.get("silver"):
@@ -150,6 +162,66 @@ def save_state(spark: Any, job: Job, *, final: bool) -> None:
 # ---- the stream ---------------------------------------------------------------------------
 
 
+def _start_query(spark: Any, job: Job, extra: dict[str, Any], trigger: dict[str, Any]) -> Any:
+    """The kind's query: ``to_delta``, or ``start_database`` for the database kind."""
+    database = job.get("database")
+    if database is None:
+        job.phase("stream", "to_delta")
+        return stream(spark, job["options"]).to_delta(
+            job["bronze"],
+            app_id=job["app_id"],
+            checkpoint=job["checkpoint"],
+            facts_table=job["facts"],
+            trigger=trigger,
+            **extra,
+        )
+    job.phase("stream", "start_database")
+    settings: dict[str, Any] = {"trigger": trigger, "parallel": database["parallel"]}
+    if database.get("heartbeat_seconds") is not None:
+        settings["heartbeat_seconds"] = database["heartbeat_seconds"]
+    return start_database(
+        spark,
+        job["options"],
+        database["instances"],
+        target=database["target"],
+        app_id=database["app_id"],
+        checkpoint=job["checkpoint"],
+        facts_table=job["facts"],
+        name=database["name"],
+        **settings,
+    )
+
+
+def observe_commits(job: Job) -> None:
+    """Writes the phase ``db`` around every commit of the sink's ledger (``writing <commit>
+    <before|after> <txnAppId>:<version>``, ``idle`` once a database batch's facts commit
+    landed) and touches the markers ``table_writing`` and ``table_committed`` when this
+    driver's first bronze commit of a table starts (its write: the read and the files) and
+    lands. Observes only: the hook never raises into the product."""
+    import importlib  # noqa: PLC0415 (the ledger module, not the package of the same name)
+
+    module = importlib.import_module("mssql_cdc.sink.ledger.ledger")
+    lock = threading.Lock()
+    marked: set[str] = set()
+    markers = {"before": "table_writing", "after": "table_committed"}
+
+    def hook(kind: str, when: str, txn: Any) -> None:
+        try:
+            with lock:
+                what = "" if txn is None else f" {txn.app_id}:{txn.version}"
+                if (kind, when) == ("database_facts", "after"):
+                    job.phase("db", f"idle after{what}")
+                else:
+                    job.phase("db", f"writing {kind} {when}{what}")
+                if kind == "batch" and markers[when] not in marked:
+                    marked.add(markers[when])
+                    job.mark(markers[when])
+        except Exception as exc:  # an observer only: the product goes on
+            print(f"observe_commits: {type(exc).__name__}: {exc}", flush=True)
+
+    module.commit_hook = hook
+
+
 def run_stream(
     spark: Any,
     job: Job,
@@ -158,22 +230,14 @@ def run_stream(
     until: Callable[[], bool],
     ready: str = "ready",
 ) -> None:
-    """``to_delta`` with ``job["trigger"]`` (availableNow runs back to back), a failed query
-    restarted, until ``until()``; then one last availableNow run (restarted until it ends).
-    Touches the marker ``ready`` once a query started."""
+    """``to_delta`` (or ``start_database``) with ``job["trigger"]`` (availableNow runs back to
+    back), a failed query restarted, until ``until()``; then one last availableNow run
+    (restarted until it ends). Touches the marker ``ready`` once a query started."""
     while True:
         stopping = until()
         trigger = {"availableNow": True} if stopping else job["trigger"]
         try:
-            job.phase("stream", "to_delta")
-            query = stream(spark, job["options"]).to_delta(
-                job["bronze"],
-                app_id=job["app_id"],
-                checkpoint=job["checkpoint"],
-                facts_table=job["facts"],
-                trigger=trigger,
-                **extra,
-            )
+            query = _start_query(spark, job, extra, trigger)
             job.phase("stream", "query")
             job.mark(ready)
             listener = None
@@ -357,6 +421,8 @@ def main(job_file: str, start: int) -> int:
     job.phase("main", "state")
     save_state(spark, job, final=False)
     kind = job["kind"]
+    if kind == "database":
+        observe_commits(job)
     threads: list[threading.Thread] = []
     silver_done = threading.Event()
     if kind == "snapshot":

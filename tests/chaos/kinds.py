@@ -4,9 +4,14 @@ Each kind fixes, from the trial's seed (through its own random stream, so that t
 kind's plan, :func:`chaos_harness.plan`, is what it always was): the rows the table holds before
 the job starts, the kind's arguments, and its *focus kills*: SIGKILLs of the driver at a random
 delay after a marker of the kind's own work (its Spark session up, the switch committed, the
-re-snapshot's second part started), on top of the trial's planned faults. :func:`job` is the
-driver's job file; :func:`check` turns what the trial read into records and runs the checks of
-``checks.py`` that the kind's promises call for.
+re-snapshot's second part started, a database stream's first table commit), on top of the
+trial's planned faults. :func:`job` is the driver's job file; :func:`check` turns what the trial
+read into records and runs the checks of ``checks.py`` that the kind's promises call for.
+
+The kinds, in :data:`TRIAL_KINDS` order: ``stream``, ``bootstrap_full``, ``bootstrap_chunked``,
+``snapshot``, ``seed``, ``resnapshot_full``, ``resnapshot_chunked``, ``switch``,
+``silver_type1``, ``silver_type2`` and ``database`` (``start_database`` over ``dbo_orders`` and
+``dbo_other``: one query, each table under its own sink id, checked table by table).
 """
 
 from __future__ import annotations
@@ -34,6 +39,9 @@ TRIAL_KINDS = (
     "switch",
     "silver_type1",
     "silver_type2",
+    # last: a list of the older kinds gives each seed the kind it always gave (``all``, one
+    # longer now, does not)
+    "database",
 )
 
 #: per kind: the marker the focus kills wait for, and the most seconds after it they wait
@@ -48,9 +56,36 @@ FOCUS: dict[str, tuple[str, float]] = {
     "switch": ("switched", 20.0),
     "silver_type1": ("spark", 50.0),
     "silver_type2": ("spark", 50.0),
+    "database": ("ready", 20.0),
 }
 
+#: the database kind's other focus markers, and the most seconds after each a kill waits: the
+#: driver's first bronze commit of a table starting (its write under way: the read from SQL
+#: Server and the files) and landing (the other table's commit and the batch's facts commit
+#: still to come). Measured in the Delta logs of six trials on the 2-core machine: a table's
+#: write takes 1.3-2.7 s from its commit's start; the other table's commit lands 0.2-0.3 s later
+#: with ``parallel`` 2, 1.3 s later with 1; the facts commit 0.3-0.5 s after the last one.
+#: Markers that may never come (a restarted driver may find nothing new to write): a focus kill
+#: gives up on them once the workload is done (``MAY_NOT_COME``).
+TABLE_MARKERS = {"table_writing": 2.0, "table_committed": 0.6}
+MAY_NOT_COME = frozenset(TABLE_MARKERS)
+
 APP_ID = "orders-chaos"
+
+#: the database kind: its stream's name, its tables' sink id template, and each capture
+#: instance's columns (the key first), in the order the stream lists them
+DATABASE_NAME = "chaos-db"
+DATABASE_APP_ID = "chaos-{ci}"
+DATABASE_TABLES: dict[str, tuple[str, ...]] = {
+    "dbo_orders": ("id", "name", "qty"),
+    "dbo_other": ("id", "note"),
+}
+
+
+def database_app_id(capture_instance: str) -> str:
+    """A table's sink id in the database kind (``app_id`` of its facts rows)."""
+    return DATABASE_APP_ID.replace("{ci}", capture_instance)
+
 
 #: per kind, what a driver thread is doing (``<thread>=<phase>``) when a kill lands inside the
 #: kind's own work: the bootstrap and the re-snapshot run inside ``to_delta`` before its query
@@ -65,6 +100,9 @@ WORK: dict[str, tuple[str, ...]] = {
     "switch": ("stream=query",),
     "silver_type1": ("silver=apply",),
     "silver_type2": ("silver=apply",),
+    # the driver's observation of the database stream's commits (``driver.observe_commits``):
+    # between a batch's first commit and its facts commit
+    "database": ("db=writing",),
 }
 
 
@@ -109,6 +147,8 @@ def plan_kind(kind: str, seed: int, *, large: int = 0) -> KindPlan:
     if kind == "stream":
         return KindPlan(kind, 0, [], {})
     prefill = rng.randint(300, 2000)
+    if kind == "database":
+        return _plan_database(rng, prefill)
     marker, most = FOCUS[kind]
     focus = [(marker, round(rng.uniform(0.5, most), 1))]
     if rng.random() < 0.5:  # a second kill in the restarted driver's same work
@@ -142,6 +182,31 @@ def plan_kind(kind: str, seed: int, *, large: int = 0) -> KindPlan:
     if kind.startswith("resnapshot"):
         params["before"] = rng.randint(2, 6)  # generation 0's transactions after the prefill
     return KindPlan(kind, prefill, focus, params)
+
+
+def _plan_database(rng: random.Random, prefill: int) -> KindPlan:
+    """The database kind: a first kill a while after the query started, or just after the
+    driver's first table commit started or landed (:data:`TABLE_MARKERS`: inside the first
+    table's write, between two tables' commits, before the batch's facts commit); in half the
+    trials a second one just after the restarted driver's first table commit started or landed
+    (often in the killed batch's replay). ``parallel`` 1 writes the tables one after the other,
+    so a kill falls between two tables' commits more often; the heartbeat interval 0 gives every
+    idle table a 0-row row each batch."""
+    marker, most = FOCUS["database"]
+    first = rng.choice([marker, *TABLE_MARKERS])
+    if first == marker:
+        focus = [(marker, round(rng.uniform(0.5, most), 1))]
+    else:
+        focus = [(first, round(rng.uniform(0.0, TABLE_MARKERS[first]), 1))]
+    if rng.random() < 0.5:
+        again = rng.choice(list(TABLE_MARKERS))
+        focus.append((again, round(rng.uniform(0.0, TABLE_MARKERS[again]), 1)))
+    params: dict[str, Any] = {
+        "parallel": rng.choice([1, 2]),
+        "heartbeat_seconds": rng.choice([None, 0]),
+        "other_prefill": rng.randint(20, 200),  # dbo.other's rows before the driver starts
+    }
+    return KindPlan("database", prefill, focus, params)
 
 
 def job(
@@ -195,10 +260,35 @@ def job(
             "scd_type": 2 if kind.endswith("2") else 1,
             "options": p["options"],
         }
+    if kind == "database":
+        # every table's options but the capture instance; no finalization tracking (its
+        # verdict follows one stream's bronze table); one checkpoint for the query
+        spec["options"] = {k: v for k, v in base["options"].items() if k != "captureInstance"}
+        spec["track"] = False
+        spec["checkpoint"] = str(workdir / "chk-db")
+        spec["database"] = {
+            "name": DATABASE_NAME,
+            "instances": list(DATABASE_TABLES),
+            "target": str(workdir / "bronze" / "{ci}"),
+            "app_id": DATABASE_APP_ID,
+            "parallel": p["parallel"],
+            "heartbeat_seconds": p["heartbeat_seconds"],
+            "tables": {ci: str(workdir / "bronze" / ci) for ci in DATABASE_TABLES},
+        }
     return spec
 
 
 # ---- reading what the trial left --------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class TableTruth:
+    """What SQL Server holds of one capture instance at a trial's end: its change history, its
+    table by key, and the columns of its images (the key first)."""
+
+    history: list[Change]
+    table: dict[Any, tuple[Any, ...]]
+    columns: tuple[str, ...]
 
 
 @dataclasses.dataclass
@@ -216,6 +306,8 @@ class TrialData:
     purged_after: str | None = None
     seed_copy: dict[str, Any] | None = None
     columns: tuple[str, ...] = ("id", "name", "qty")
+    #: the database kind: each capture instance's truth, by name
+    tables: dict[str, TableTruth] = dataclasses.field(default_factory=dict)
 
 
 def _ts(text: Any) -> dt.datetime | None:
@@ -302,6 +394,9 @@ def check(found: Findings, kind_plan: KindPlan, data: TrialData, workdir: Path) 
     if not final.get("final"):
         found.add("the driver left no final state")
         return
+    if kind == "database":
+        check_database(found, data)
+        return
     changes, snapshots = bronze_records(final["bronze"], data.columns)
     facts = final["facts"]
     history = data.history
@@ -347,6 +442,50 @@ def check(found: Findings, kind_plan: KindPlan, data: TrialData, workdir: Path) 
         _check_switch(found, data, snapshots, facts)
     if kind == "seed":
         _check_seed(found, data, snapshots, start)
+
+
+def check_database(found: Findings, data: TrialData) -> None:
+    """The database kind, table by table (each finding names its table): bronze holds every
+    change of the instance's history exactly once, with its values and instance, and no
+    snapshot; the micro-batch facts rows of the table's sink id have distinct batch ids, each
+    counting bronze's rows of its batch, summing to bronze's change rows; bronze rebuilt is the
+    source table; one ``database_joined`` row and no ``database_left`` row. A ``table_parked``
+    row is no broken promise (the next run retries the table; the final run caught it up or the
+    checks above say so): it is noted."""
+    final = data.states[-1]
+    facts = final["facts"]
+    held = final.get("tables") or {}
+    sinks = {database_app_id(ci) for ci in data.tables}
+    for ci, truth in data.tables.items():
+        app = database_app_id(ci)
+        own = Findings()
+        changes, snapshots = bronze_records(held.get(ci, []), truth.columns)
+        if snapshots:
+            n = sum(len(rows) for rows in snapshots.values())
+            own.add(f"{n} snapshot rows in bronze ({sorted(snapshots)}); the stream takes none")
+        checks.check_changes(own, changes, truth.history)
+        mine = [f for f in facts if f["app_id"] == app]
+        checks.check_batch_facts(own, changes, mine)
+        checks.check_batch_total(own, changes, mine)
+        checks.check_table(
+            own,
+            {k: image for k, (image, _) in checks.rebuilt([], changes, "").items()},
+            truth.table,
+            label="rebuilt bronze",
+        )
+        events = collections.Counter(f.get("event") for f in mine)
+        if events["database_joined"] != 1 or events["database_left"]:
+            own.add(
+                f"{events['database_joined']} database_joined and {events['database_left']} "
+                "database_left rows (want 1 and 0)"
+            )
+        for f in mine:
+            if f.get("event") == "table_parked":
+                own.note(f"parked at its batch {f['batch_id']}: {str(f.get('detail'))[:400]}")
+        found.absorb(own, f"{ci} ({app})")
+    stray = sorted({f["app_id"] for f in facts} - sinks)
+    if stray:
+        found.add(f"facts rows of sink ids no table of the stream has: {stray}")
 
 
 def final_bronze_name(workdir: Path) -> str:

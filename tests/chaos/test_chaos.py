@@ -7,8 +7,12 @@ are proven on hand-made rows in test_checks.py."""
 
 from __future__ import annotations
 
+import threading
+import time
+from types import SimpleNamespace
+
 import pytest
-from chaos_harness import plan, replay_command, run_trial
+from chaos_harness import FocusKiller, plan, replay_command, run_trial
 from kinds import TRIAL_KINDS, WORK, in_work, kind_of, plan_kind
 
 SEED = 1
@@ -37,8 +41,16 @@ def test_a_seed_keeps_its_stream_plan_whatever_the_kinds():
         "faults sigkill@1.0s, capture_job_stopped@2.1s, sigkill@3.4s, slow_responses@6.4s"
     )
     assert kind_of(2060, ["stream"]) == "stream"
-    kinds = [kind_of(s, list(TRIAL_KINDS)) for s in range(3000, 3300)]
+    kinds = [kind_of(s, list(TRIAL_KINDS)) for s in range(3000, 3000 + 30 * len(TRIAL_KINDS))]
     assert {k: kinds.count(k) for k in TRIAL_KINDS} == dict.fromkeys(TRIAL_KINDS, 30)
+    # a kind added at the end leaves a list of the older kinds as it was
+    assert TRIAL_KINDS[-1] == "database"
+    older = list(TRIAL_KINDS[:10])
+    assert [kind_of(s, older) for s in (3000, 3001, 3009)] == [
+        "stream",
+        "bootstrap_full",
+        "silver_type2",
+    ]
     assert plan_kind("stream", 5).focus == []
     assert all(plan_kind(k, 5).focus for k in TRIAL_KINDS[1:])
 
@@ -59,4 +71,48 @@ def test_a_kill_counts_in_the_kinds_work_by_what_the_driver_was_doing():
     assert not in_work("silver_type2", "main=stream,silver=idle,stream=query")
     assert in_work("bootstrap_chunked", "backfill=wave,main=stream,stream=query")
     assert not in_work("seed", "starting")
+    assert in_work("database", "db=writing batch after chaos-dbo_orders:3,main=stream")
+    assert not in_work("database", "db=idle after chaos-db#facts:3,main=stream,stream=query")
     assert set(WORK) == set(TRIAL_KINDS)
+
+
+class _Proc:
+    def __init__(self, code: int | None) -> None:
+        self.code = code
+
+    def poll(self) -> int | None:
+        return self.code
+
+
+class _Driver:
+    """A driver whose restart the test performs by hand: the killed process ended, the new one
+    not yet assigned, under the lock (as ``Driver.restart`` holds it)."""
+
+    def __init__(self, markers) -> None:
+        self.lock = threading.RLock()
+        self.proc = _Proc(None)
+        self.markers = markers
+        self.restarts = 0
+
+    def marker(self, name: str):
+        return self.markers / name
+
+    def restart(self) -> None:
+        self.restarts += 1
+
+
+def test_a_focus_kill_waiting_through_a_planned_restart_is_not_lost(tmp_path):
+    """Seed 101 of the database kind: the planned SIGKILL restarted the driver while the focus
+    kill waited for its marker, which saw the killed process before the new one was assigned
+    and gave up its kill. It now reads the process under the driver's lock."""
+    driver = _Driver(tmp_path)
+    workload = SimpleNamespace(thread=threading.Thread(), switched=threading.Event())
+    focus = FocusKiller(driver, [("table_committed", 0.0)], workload)  # type: ignore[arg-type]
+    with driver.lock:  # a restart halfway: the old process ended
+        driver.proc = _Proc(-9)
+        focus.start()
+        time.sleep(0.3)  # the focus thread polls (a real restart takes that long)
+        driver.proc = _Proc(None)  # the new driver
+    (tmp_path / "table_committed").touch()
+    focus.join()
+    assert driver.restarts == 1

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 
 import checks
+import kinds
 import pytest
 from checks import Change, Findings, SnapshotRow, Version
-from kinds import check_snapshot_calls
+from kinds import KindPlan, TableTruth, TrialData, check_snapshot_calls
 
 
 def lsn(n: int) -> str:
@@ -320,3 +322,122 @@ def test_a_resnapshot_call_may_return_the_newest_snapshot_but_never_an_older_one
     found = Findings()
     check_snapshot_calls(found, [reuse, reuse], [lsn(1), lsn(1)], 1)
     assert found.problems == []
+
+
+# ---- the database kind, table by table -----------------------------------------------------------
+
+
+def other(n: int, op: int, key: int, note: str = "o", *, seq: int = 0):
+    """A change of ``dbo.other`` in commit ``n`` (commit numbers shared with ``HISTORY``)."""
+    return Change(lsn(n), lsn(n * 10 + seq + 5), op, 1, (key, note), "dbo_other")
+
+
+OTHER = [other(1, 2, 7), other(3, 3, 7), other(3, 4, 7, "p"), other(5, 2, 8)]
+
+
+def bronze_rows(history, columns, batches):
+    """Bronze rows of ``history``: each change in the batch ``batches[lsn]``."""
+    return [
+        {
+            "_start_lsn": c.lsn,
+            "_seqval": c.seqval,
+            "_operation": c.op,
+            "_command_id": c.cmd,
+            "_capture_instance": c.instance,
+            "_batch_id": batches[c.lsn],
+            **dict(zip(columns, c.image, strict=True)),
+        }
+        for c in history
+    ]
+
+
+def database_trial(orders_rows, other_rows, facts):
+    columns = ("id", "name")
+    other_columns = ("id", "note")
+    final = {
+        "final": True,
+        "tables": {
+            "dbo_orders": bronze_rows(orders_rows, columns, {lsn(n): n // 3 for n in range(1, 6)}),
+            "dbo_other": bronze_rows(other_rows, other_columns, {lsn(n): n // 3 for n in range(6)}),
+        },
+        "facts": facts,
+    }
+    return TrialData(
+        history=HISTORY,
+        times=TIMES,
+        table={3: (3, "a2")},
+        states=[final],
+        progress={},
+        bronze_log=[],
+        tables={
+            "dbo_orders": TableTruth(HISTORY, {3: (3, "a2")}, columns),
+            "dbo_other": TableTruth(OTHER, {7: (7, "p"), 8: (8, "o")}, other_columns),
+        },
+    )
+
+
+def database_facts(*, other_rows=(1, 3), parked=False):
+    """Each sink id joined once; dbo_orders's batches 0 (commits 1-2) and 1 (3-4), dbo_other's
+    0 (commit 1) and 1 (3-5), a heartbeat row of dbo_orders at commit 5."""
+
+    def joined(app):
+        return {"app_id": app, "batch_id": 0, "rows": 0, "event": "database_joined"}
+
+    orders, other_ = kinds.database_app_id("dbo_orders"), kinds.database_app_id("dbo_other")
+    rows = [
+        joined(orders),
+        joined(other_),
+        facts_row(0, 4, 1, 2, orders),
+        facts_row(1, 3, 3, 4, orders),
+        {**facts_row(2, 0, 5, 5, orders), "min_lsn": None},
+        facts_row(0, other_rows[0], 1, 2, other_),
+        facts_row(1, other_rows[1], 3, 5, other_),
+    ]
+    if parked:
+        rows.append({"app_id": other_, "batch_id": 1, "rows": 0, "event": "table_parked"})
+    return rows
+
+
+def check_database(data):
+    found = Findings()
+    kinds.check(found, KindPlan("database", 0, [], {}), data, Path("/trial"))
+    return found
+
+
+def test_a_correct_database_trial_passes_and_a_parked_table_is_a_note():
+    found = check_database(database_trial(HISTORY, OTHER, database_facts(parked=True)))
+    assert found.problems == []
+    assert found.checked["changes"] == len(HISTORY) + len(OTHER)
+    assert len(found.notes) == 1
+    assert found.notes[0].startswith("dbo_other (chaos-dbo_other): parked at its batch 1")
+
+
+def test_a_database_trial_names_the_table_of_a_duplicate_or_a_loss():
+    found = check_database(database_trial(HISTORY, [*OTHER, OTHER[1]], database_facts()))
+    assert found.duplicates == 1
+    assert found.problems[0].startswith("dbo_other (chaos-dbo_other): 1 duplicate change rows")
+    found = check_database(database_trial(HISTORY[1:], OTHER, database_facts()))
+    assert found.losses >= 1
+    assert all(p.startswith("dbo_orders (chaos-dbo_orders): ") for p in found.problems)
+
+
+def test_a_database_trial_checks_each_sink_ids_facts_against_its_bronze():
+    found = check_database(database_trial(HISTORY, OTHER, database_facts(other_rows=(1, 2))))
+    assert any("facts rows != bronze rows" in p for p in found.problems)
+    assert any("count 3 rows in all, bronze holds 4" in p for p in found.problems)
+    facts = database_facts()
+    found = check_database(database_trial(HISTORY, OTHER, [*facts, facts[2], facts[0]]))
+    assert found.duplicates == 1  # dbo_orders's batch 0 written twice
+    assert any("2 database_joined and 0 database_left" in p for p in found.problems)
+    found = check_database(database_trial(HISTORY, OTHER, [*facts, facts_row(0, 0, 1, 1, "x")]))
+    assert found.problems == ["facts rows of sink ids no table of the stream has: ['x']"]
+
+
+def test_the_facts_total_must_be_bronzes_change_rows():
+    found = Findings()
+    checks.check_batch_total(found, bronze_of(HISTORY), [facts_row(0, 7, 1, 4)])
+    assert found.problems == []
+    checks.check_batch_total(found, bronze_of(HISTORY), [facts_row(0, 3, 1, 2)])
+    assert found.problems == [
+        "the micro-batch facts rows count 3 rows in all, bronze holds 7 change rows"
+    ]

@@ -26,6 +26,12 @@ def test_a_table_s_own_failures_park_it_and_the_connection_s_fail_the_batch():
     assert not parkable(ConnectionLostError("the connection was lost"))
     assert not parkable(SqlTimeoutError("timeout"))
     assert not parkable(RuntimeError("Spark's own failure"))
+    # a deadlock victim, or any server error not about the table's own objects: the batch
+    # fails and is replayed, nothing is parked
+    assert not parkable(SqlServerError("deadlock victim", number=1205))
+    assert not parkable(SqlServerError("raised by a trigger", number=50000))
+    wrapped_server = RuntimeError("mssql_cdc.errors.SqlServerError: [1205] deadlock victim")
+    assert not parkable(wrapped_server)
 
 
 class _Source:

@@ -42,16 +42,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from mssql_cdc.errors import (
-    ConnectionLostError,
-    DataLossError,
-    LoginError,
-    SchemaChangedError,
-    SqlServerError,
-    SqlTimeoutError,
-    TlsError,
-    find_error,
-)
+from mssql_cdc.errors import DataLossError, SchemaChangedError, SqlServerError, find_error
 from mssql_cdc.sink.delta import DeltaSink
 from mssql_cdc.sink.facts import (
     BatchCounts,
@@ -82,28 +73,23 @@ _TABLE_ERRORS: tuple[type[BaseException], ...] = (
     PermissionError,
     ValueError,
 )
-#: server errors that are the connection's, not a table's: the batch fails
-_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
-    ConnectionLostError,
-    LoginError,
-    SqlTimeoutError,
-    TlsError,
-)
+#: SQL Server errors of a table's own statement: 208 invalid object name (its capture instance
+#: was dropped since it was listed), 229 and 230 a permission denied on its change table
+_TABLE_SERVER_ERRORS = frozenset({208, 229, 230})
 
 
 def parkable(exc: BaseException) -> bool:
     """Whether ``exc`` (as raised, or wrapped by Spark) is a table's own failure: data loss, a
     schema change, a permission, a ``ValueError`` of ours (a rewound history, a bad option), or
-    an error SQL Server raised for the table's statement (an instance dropped: 208); not a
-    lost connection, a login or a timeout."""
+    SQL Server's error for the table's own objects (208, 229, 230, raised in this process).
+    Anything else fails the batch, and Spark replays it: a lost connection, a login, a
+    timeout, a deadlock, any other server error, Spark's own failures."""
     if isinstance(exc, _TABLE_ERRORS):  # raised as is (the sink's own rewind check)
         return True
+    if isinstance(exc, SqlServerError):
+        return exc.number in _TABLE_SERVER_ERRORS
     found = find_error(exc)
-    if found is None:
-        return False
-    if issubclass(found.cls, _TABLE_ERRORS):
-        return True
-    return issubclass(found.cls, SqlServerError) and not issubclass(found.cls, _CONNECTION_ERRORS)
+    return found is not None and issubclass(found.cls, _TABLE_ERRORS)
 
 
 class DatabaseSource(Protocol):
