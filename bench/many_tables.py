@@ -92,10 +92,25 @@ def _rounds(query: Any, conn: Any, emu: Any, args: Any) -> list[float]:
     return changed
 
 
+def _busy(query: Any, conn: Any, emu: Any, rows: int, first_id: int) -> float:
+    """Rows per second a query lands ``rows`` new changes of ``dbo.t0`` at (inserted in
+    commits of 1,000 rows): the rows over the triggers' time (``triggerExecution``) of the
+    batches that landed them."""
+    since = time.time()
+    for low in range(first_id, first_id + rows, 1000):
+        values = ", ".join(f"({i}, N'b')" for i in range(low, min(low + 1000, first_id + rows)))
+        conn.execute(f"INSERT INTO dbo.t0 VALUES {values}")
+    emu.scan()
+    _wait_batch(query, since)
+    query.processAllAvailable()
+    return rows / (sum(_trigger_ms(query, since)) / 1000)
+
+
 def _single(
     spark: Any, options: dict[str, str], server: tuple[Any, Any], args: Any, workdir: Path
-) -> list[float]:
-    """The single stream of ``dbo.t0``: its triggers landing one change each (ms)."""
+) -> tuple[list[float], float]:
+    """The single stream of ``dbo.t0``: its triggers landing one change each (ms), and its rows
+    per second on ``--busy-rows`` new rows."""
     from mssql_cdc import stream
 
     conn, emu = server
@@ -114,8 +129,9 @@ def _single(
         emu.scan()
         _wait_batch(query, since)
         single += _trigger_ms(query, since)
+    busy = _busy(query, conn, emu, args.busy_rows, 2_000_000) if args.busy_rows else 0.0
     query.stop()
-    return single
+    return single, busy
 
 
 def _many(
@@ -207,9 +223,10 @@ def measure(spark: Any, args: argparse.Namespace, workdir: Path) -> dict[str, fl
             time.sleep(0.05)
         restart = time.monotonic() - began
         changed = _rounds(query, conn, emu, args)
+        busy = _busy(query, conn, emu, args.busy_rows, 1_000_000) if args.busy_rows else 0.0
         query.stop()
 
-        single = _single(spark, options, (conn, emu), args, workdir)
+        single, single_busy = _single(spark, options, (conn, emu), args, workdir)
         many_start, many_rss = _many(spark, options, names[: args.many], args, workdir)
         conn.close()
     return {
@@ -225,6 +242,8 @@ def measure(spark: Any, args: argparse.Namespace, workdir: Path) -> dict[str, fl
         "changed_first_ms": changed[0] if changed else float("nan"),
         "changed_ms": statistics.median(changed[1:]) if len(changed) > 1 else float("nan"),
         "single_ms": statistics.median(single) if single else float("nan"),
+        "busy_rows_s": busy,
+        "single_busy_rows_s": single_busy,
         "many_start_s": many_start,
         "many_rss_mb": many_rss / 2**20,
         "load": os.getloadavg()[0],
@@ -246,6 +265,9 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="idle window")
     parser.add_argument("--interval", type=float, default=1.0, help="trigger interval, seconds")
     parser.add_argument("--many", type=int, default=0, help="start_many for this many tables")
+    parser.add_argument(
+        "--busy-rows", type=int, default=20000, help="new rows of one busy table (0: skip)"
+    )
     parser.add_argument("--log", action="store_true", help="mssql_cdc's DEBUG lines to stderr")
     args = parser.parse_args()
     if args.log:
@@ -295,6 +317,12 @@ def main() -> int:
         f"single stream, its one table: {r['single_ms']:.0f} "
         f"({r['changed_ms'] / r['single_ms']:.2f}x) |"
     )
+    if args.busy_rows:
+        print(
+            f"| one busy table among {r['tables']:.0f}, {args.busy_rows:,} rows (rows/s) | "
+            f"{r['busy_rows_s']:,.0f} | single stream: {r['single_busy_rows_s']:,.0f} "
+            f"({r['busy_rows_s'] / r['single_busy_rows_s']:.2f}x) |"
+        )
     spark.stop()
     return 0
 
