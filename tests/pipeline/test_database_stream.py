@@ -375,3 +375,140 @@ def test_the_command_line_runs_a_schema_as_one_database_stream(
     assert "a database stream has one checkpoint" in capsys.readouterr().err
     assert main([*argv, *chk, "--database-stream", "sales-db", "--bootstrap"]) == 2
     assert "does not bootstrap its tables yet" in capsys.readouterr().err
+
+
+class _StopError(RuntimeError):
+    """Raised from the ledger's commit hook: the run stops there, as a killed driver would."""
+
+
+def _run_stopping_at(db: _Db, instances, kind: str, when: str) -> None:
+    """One run of the stream that stops at the first ``(kind, when)`` commit point."""
+
+    def hook(k: str, w: str, txn: object) -> None:
+        if (k, w) == (kind, when):
+            raise _StopError(f"stopped at {kind} {when}")
+
+    ledger_pkg.ledger.commit_hook = hook
+    try:
+        query = start_database(
+            db.spark,
+            db.options,
+            list(instances),
+            target=str(db.tmp / "bronze" / "{ci}"),
+            app_id="t-{ci}",
+            checkpoint=str(db.tmp / "chk" / db.name),
+            facts_table=db.facts,
+            name=db.name,
+            trigger={"availableNow": True},
+            parallel=1,
+        )
+        with pytest.raises(Exception, match=f"stopped at {kind} {when}"):
+            query.awaitTermination(600)
+    finally:
+        ledger_pkg.ledger.commit_hook = None
+
+
+def test_a_replayed_batch_whose_facts_landed_is_skipped_and_a_table_added_meanwhile_lands_once(
+    spark, source, tmp_path
+):
+    """The batch's facts commit landed, Spark's commit log entry did not: the restarted run,
+    with a table added, replays the batch and writes nothing; the added table (and the new
+    changes) come in the next batch, once."""
+    source.workload(1)
+    db = _Db(spark, source, tmp_path)
+    _run_stopping_at(db, ["dbo_orders"], "database_facts", "after")
+    assert [r for _, r in db.batch_rows("t-dbo_orders")] == [len(source.changes())]
+    _other(source, 1)
+    source.workload(10)
+    db.run()
+    assert db.rows("dbo_orders", ["_start_lsn", "_seqval", "_operation", "_command_id"]) == [
+        c[:4] for c in source.changes()
+    ]
+    assert len(db.rows("dbo_other", ["_start_lsn"])) == 3
+    assert [r for _, r in db.batch_rows("t-dbo_other")] == [3]
+    assert sum(r for _, r in db.batch_rows("t-dbo_orders")) == len(source.changes())
+
+
+def test_a_table_with_a_batch_in_bronze_but_not_in_the_facts_cannot_leave(spark, source, tmp_path):
+    """Stopped between a table's bronze commit and the batch's facts commit: the table cannot
+    be left out (its batch would never get its facts row, and a later read would write its
+    rows again) nor moved to a single stream until a run with it listed finishes the batch."""
+    source.workload(1)
+    db = _Db(spark, source, tmp_path)
+    _run_stopping_at(db, ["dbo_orders", "dbo_other"], "batch", "after")
+    assert len(db.rows("dbo_orders", ["_start_lsn"])) == len(source.changes())
+    assert db.batch_rows("t-dbo_orders") == []
+    with pytest.raises(Exception, match="without its facts row"):
+        db.run(["dbo_other"])
+    with pytest.raises(ValueError, match="without its facts row"):
+        leave_database(
+            spark,
+            name="db",
+            target=db.bronze("dbo_orders"),
+            app_id="t-dbo_orders",
+            facts_table=db.facts,
+            database_checkpoint=str(tmp_path / "chk" / "db"),
+            checkpoint=str(tmp_path / "chk-single"),
+        )
+    db.run()  # listed again: the replay writes the batch's facts row, nothing twice
+    assert len(db.rows("dbo_orders", ["_start_lsn"])) == len(source.changes())
+    assert [r for _, r in db.batch_rows("t-dbo_orders")] == [len(source.changes())]
+
+
+def test_a_checkpoint_replaced_under_the_same_name_is_refused(spark, source, tmp_path):
+    import shutil
+
+    source.workload(1)
+    db = _Db(spark, source, tmp_path)
+    db.run()
+    source.workload(10)
+    db.run()
+    shutil.rmtree(tmp_path / "chk" / "db")
+    source.workload(20)
+    with pytest.raises(Exception, match="deleted or rewound under the same name"):
+        db.run()
+    assert sum(r for _, r in db.batch_rows("t-dbo_orders")) == len(source.changes()) - 11
+    db.name = "db-2"  # a new name for the new checkpoint: each table goes on where it was
+    db.run()
+    assert db.rows("dbo_orders", ["_start_lsn", "_seqval", "_operation", "_command_id"]) == [
+        c[:4] for c in source.changes()
+    ]
+
+
+def test_a_name_that_is_a_stream_s_app_id_is_refused(spark, source, tmp_path):
+    source.workload(1)
+    db = _Db(spark, source, tmp_path, name="t-dbo_orders-single")
+    query = stream(spark, source.options()).to_delta(
+        str(tmp_path / "single"),
+        "t-dbo_orders-single",
+        str(tmp_path / "chk-single"),
+        db.facts,
+        trigger={"availableNow": True},
+    )
+    query.awaitTermination(600)
+    with pytest.raises(ValueError, match="records it as a stream's app_id"):
+        db.run()
+
+
+def test_a_range_above_the_driver_read_bound_is_read_by_spark(spark, source, tmp_path, monkeypatch):
+    from mssql_cdc.source import local_read
+
+    monkeypatch.setattr(local_read, "LOCAL_ROWS", 4)
+    seen: list[bool] = []
+    read = local_read.read_locally
+
+    def counting(options, schema=None):
+        found = read(options, schema)
+        seen.append(found is not None)
+        return found
+
+    monkeypatch.setattr(local_read, "read_locally", counting)
+    source.workload(1, scan=False)
+    source.sql("INSERT INTO dbo.other VALUES (1, N'x')")
+    source.scan()
+    db = _Db(spark, source, tmp_path)
+    db.run()
+    assert sorted(seen) == [False, True]  # dbo_orders' 11 rows by spark.read, dbo_other's 1 here
+    assert db.rows("dbo_orders", ["_start_lsn", "_seqval", "_operation", "_command_id"]) == [
+        c[:4] for c in source.changes()
+    ]

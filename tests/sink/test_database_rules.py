@@ -55,6 +55,13 @@ class _Source:
         return None
 
 
+class _Ledger:
+    """No bronze holds a batch (nothing to refuse a park for)."""
+
+    def bronze_holds(self, target, sink_id, batch_id) -> bool:
+        return False
+
+
 def _sink(names: list[str], source: _Source) -> DatabaseSink:
     tables = [DatabaseTable(n, table_ref(f"/tmp/b/{n}", "target"), f"app-{n}") for n in names]
     return DatabaseSink("db", tables, table_ref("/tmp/facts", "facts_table"), source, "/tmp/chk")
@@ -71,8 +78,8 @@ def test_a_batch_reads_new_tables_tables_below_their_low_water_and_changed_ones(
     positions = {"purged": L2, "a": L2, "b": L2, "c": L2, "lagging": L1, "gone": L2}
     for name, position in positions.items():
         states[name].position = position
-    done = _Batch()
-    chosen = sink._to_read(list(states.values()), L4, done)
+    done = _Batch(upto=L4)
+    chosen = sink._to_read(_Ledger(), list(states.values()), 3, done)
     assert [s.table.capture_instance for s in chosen] == ["new", "purged", "b", "lagging"]
     # one statement per position the tables share, never one per table
     assert source.asked == [(("a", "b", "c"), L2, L4), (("lagging",), L1, L4)]
@@ -80,12 +87,32 @@ def test_a_batch_reads_new_tables_tables_below_their_low_water_and_changed_ones(
     assert "does not exist or the login may not read it" in (states["gone"].parked or "")
 
 
+def test_a_failing_probe_is_asked_again_table_by_table_and_parks_only_the_failing_one():
+    class Denied(_Source):
+        def changed(self, names, after, upto):
+            self.asked.append((tuple(names), after, upto))
+            if "b" in names:
+                raise SqlServerError("SELECT permission was denied on cdc.b_CT", number=229)
+            return {n for n in names if n in self.changes.get(after, set())}
+
+    source = Denied({"a": L1, "b": L1, "c": L1}, {L2: {"a", "c"}})
+    sink = _sink(["a", "b", "c"], source)
+    states = [sink._state(t, None) for t in sink.tables]
+    for state in states:
+        state.position = L2
+    done = _Batch(upto=L4)
+    chosen = sink._to_read(_Ledger(), states, 3, done)
+    assert [s.table.capture_instance for s in chosen] == ["a", "c"]
+    assert [s.table.capture_instance for s in done.parked] == ["b"]
+    assert source.asked[0][0] == ("a", "b", "c")  # one statement first, then one each
+
+
 def test_a_table_already_at_the_batch_end_is_not_asked_about():
     source = _Source({"a": L1}, {})
     sink = _sink(["a"], source)
     state = sink._state(sink.tables[0], None)
     state.position = L4
-    assert sink._to_read([state], L4, _Batch()) == []
+    assert sink._to_read(_Ledger(), [state], 3, _Batch(upto=L4)) == []
     assert source.asked == []
 
 
@@ -95,7 +122,8 @@ def test_membership_rows_and_commits_keep_their_spelling():
     assert json.loads(row.detail or "") == {"database_app_id": "sales-db", "database_batch": 7}
     assert member_row("sales-db", 9, 50, joined=False, lsn=None).kind == "database_left"
     assert ids.database_members("sales-db", 7) == ids.Txn("sales-db#members", 7)
-    assert ids.database_facts("sales-db", 7) == ids.Txn("sales-db#facts", 7)
+    # never a sink's own <sink>#facts, whatever the names
+    assert ids.database_facts("sales-db", 7) == ids.Txn("sales-db#database", 7)
     assert metadata.database_fact("sales-db", "database_facts", 7, 3) == (
         '{"app_id":"sales-db","batch_id":7,"event":"database_facts","tables":3}'
     )

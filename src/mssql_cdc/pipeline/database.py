@@ -26,6 +26,7 @@ from mssql_cdc.sink import (
     DatabaseSettings,
     DatabaseSink,
     DatabaseTable,
+    TableRef,
     ensure_facts_table,
     sink_arguments,
     warm_state_for,
@@ -46,6 +47,10 @@ log = logging.getLogger("mssql_cdc.pipeline")
 
 T = TypeVar("T")
 
+#: options every table of a database stream shares: one database, one login (lower case)
+_ONE_SOURCE = frozenset(
+    {"connectionstring", "user", "password", "accesstoken", "accesstokenprovider"}
+)
 #: options a table's batch read of a database stream leaves out (the read's range is the
 #: stream's; its metrics are not folded)
 _DROPPED = frozenset({"metricspath", "startinglsn", "endinglsn"})
@@ -208,6 +213,13 @@ def start_database(
     members: list[DatabaseTable] = []
     facts_ref = None
     for ci, overrides in tables.items():
+        connection = sorted(k for k in overrides if k.lower() in _ONE_SOURCE)
+        if connection:
+            raise ValueError(
+                f"capture_instances[{ci!r}] overrides {connection}: a database stream reads one "
+                "database with one login (its LSNs bound every table); give them in the shared "
+                "options"
+            )
         one = table_options(shared, move_password(overrides), ci)
         warn_unknown(parse_options(one))
         per_table[ci] = one
@@ -229,7 +241,7 @@ def start_database(
     finally:
         reads.close()
     register(spark)
-    check_name_free(spark, name)
+    _check_session(spark, name, members, facts_ref)
     ensure_facts_table(spark, facts_ref)
     sink = DatabaseSink(
         name,
@@ -304,7 +316,7 @@ def leave_database(
 
     Ledger(StreamTables(spark, target_ref, facts_ref), one_app).check_one_target()
     ledger = DatabaseLedger(spark, facts_ref, name, set())
-    batch_id = ledger.seed_single(one_app, source, location)
+    batch_id = ledger.seed_single(target_ref, one_app, source, location)
     ledger.record_left(one_app, target_ref.text, source)
     log.info(
         "%s: left the database stream %s; a single stream's checkpoint %s goes on after "
@@ -315,6 +327,33 @@ def leave_database(
         batch_id,
     )
     return batch_id
+
+
+def _check_session(
+    spark: SparkSession, name: str, members: Sequence[DatabaseTable], facts: TableRef
+) -> None:
+    """No query of the stream's name or of a table's single stream (``to_delta`` names its
+    query after the sink id) is active in the session, and the facts table records no
+    stream whose ``app_id`` is the name.
+
+    Raises:
+        ValueError: naming the query or the name.
+    """
+    check_name_free(spark, name)
+    for member in members:
+        try:
+            check_name_free(spark, member.app_id)
+        except ValueError:
+            raise ValueError(
+                f"{member.capture_instance}: a query named {member.app_id!r} (its single "
+                "stream's) is active in this session; stop it first: one stream at a time "
+                "writes a table"
+            ) from None
+    if DatabaseLedger(spark, facts, name, set()).name_taken():
+        raise ValueError(
+            f"name {name!r}: {facts.text} records it as a stream's app_id; give the database "
+            "stream a name of its own"
+        )
 
 
 def _settings(settings: Mapping[str, object]) -> tuple[dict[str, object] | None, float, int]:

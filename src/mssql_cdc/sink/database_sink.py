@@ -55,8 +55,8 @@ from mssql_cdc.sink.facts import (
 )
 from mssql_cdc.sink.ledger import checkpoint
 from mssql_cdc.sink.ledger.database import DatabaseLedger, TableRow, member_row
-from mssql_cdc.sink.ledger.landed import TableBatch
-from mssql_cdc.sink.tables import TableRef
+from mssql_cdc.sink.ledger.landed import Member, TableBatch
+from mssql_cdc.sink.tables import TableRef, table_ref
 from mssql_cdc.sink.warmup import run_each
 
 if TYPE_CHECKING:
@@ -164,6 +164,7 @@ class _State:
 class _Batch:
     """What one database batch did, for its log line."""
 
+    upto: str = ""
     read: list[str] = field(default_factory=list)
     parked: list[_State] = field(default_factory=list)
     heartbeats: int = 0
@@ -241,12 +242,16 @@ class DatabaseSink:
         upto = end["lsn"]
         done = _Batch()
         if self._states is None:
+            if self._decided(ledger, batch_id):
+                return
             self._states = self._load(ledger, batch_id, upto)
             done.parked += [s for s in self._states.values() if s.parked is not None]
         todo = [
             s for s in self._states.values() if s.parked is None and s.version(batch_id) > s.last
         ]
-        written = self._write_tables(spark, self._to_read(todo, upto, done), batch_id, end, done)
+        done.upto = upto
+        chosen = self._to_read(ledger, todo, batch_id, done)
+        written = self._write_tables(spark, chosen, batch_id, end, done)
         beats = self._heartbeats(todo, batch_id, end, (started_at, clock), done)
         rows = [row for _, batch_rows in written for row in batch_rows]
         rows += [row for row, _ in beats] + [
@@ -292,34 +297,63 @@ class DatabaseSink:
 
     # -- a run's first batch --------------------------------------------------------------------
 
+    def _decided(self, ledger: DatabaseLedger, batch_id: int) -> bool:
+        """Whether the run's first batch is a replay of one whose facts commit landed (the
+        batch is done for every table it wrote; the others' positions in the facts table put
+        their work into the next batch): nothing is written again.
+
+        Raises:
+            ValueError: the facts table records a later batch of this stream: its checkpoint
+                was replaced or rewound under the same name.
+        """
+        recorded = ledger.facts_version()
+        if recorded > batch_id:
+            raise ValueError(
+                f"database stream {self.app_id!r}: its batch {batch_id} is below the batch "
+                f"{recorded} {self.facts.text} records for it: the checkpoint was deleted or "
+                "rewound under the same name; give a new checkpoint a new name"
+            )
+        if recorded == batch_id:
+            log.info(
+                "%s: database batch %d already committed to %s; skipped (replay)",
+                self.app_id,
+                batch_id,
+                self.facts.text,
+            )
+            return True
+        return False
+
     def _load(self, ledger: DatabaseLedger, batch_id: int, upto: str) -> dict[str, _State]:
         """Each table's position, newest batch id and offset; the membership rows of tables
-        that join (and of members no longer listed) committed before any table's commit."""
+        that join (and of members no longer listed) committed before any table's commit.
+
+        Raises:
+            ValueError: a member no longer listed has a batch in bronze without its facts row
+                (it must be finished before the table leaves).
+        """
         sinks = [t.app_id for t in self.tables]
-        last = ledger.last_batches(sinks)
         members = ledger.members()
+        leaving = [sid for sid, m in members.items() if m.joined and sid not in set(sinks)]
+        last = ledger.last_batches(sinks + leaving)
         states: dict[str, _State] = {}
         rows: list[TableRow] = []
         joining: list[_State] = []
         for table in self.tables:
             state = self._state(table, last.get(table.app_id))
             member = members.get(table.app_id)
+            start_at = upto
             if member is not None and member.joined:
                 state.offset = member.version - member.database_batch
+                start_at = member.lsn or upto  # a new table's `latest` is where it joined
             else:
-                recorded = max(state.last, ledger.recorded(table.target, table.app_id))
-                state.offset = recorded + 1 - batch_id
-                row = member_row(self.app_id, batch_id, recorded + 1, joined=True, lsn=upto)
-                rows.append(TableRow(table.app_id, table.target.text, row))
-                joining.append(state)
+                self._join(ledger, state, batch_id, upto, rows)
+                if state.parked is None:
+                    joining.append(state)
             if state.position is None and state.last < 0:
-                state.position = self.source.start(table.capture_instance, upto)
+                state.position = self.source.start(table.capture_instance, start_at)
             states[table.capture_instance] = state
-        listed = set(sinks)
-        for sink_id, member in members.items():
-            if member.joined and sink_id not in listed:
-                row = member_row(self.app_id, batch_id, member.version, joined=False, lsn=upto)
-                rows.append(TableRow(sink_id, member.target or "", row))
+        for sink_id in leaving:
+            rows.append(self._leave(ledger, sink_id, members[sink_id], last.get(sink_id), batch_id))
         if rows:
             self._record_members(ledger, batch_id, rows, joining)
         for state in states.values():
@@ -330,7 +364,7 @@ class DatabaseSink:
                     "wrote it since it joined (run it in one stream at a time; to move it "
                     "out, use leave_database)"
                 )
-        self._check_identity(ledger, states)
+        self._check_identity(ledger, states, batch_id)
         log.info(
             "%s: %d table(s), %d joining or leaving at database batch %d",
             self.app_id,
@@ -339,6 +373,53 @@ class DatabaseSink:
             batch_id,
         )
         return states
+
+    def _join(
+        self, ledger: DatabaseLedger, state: _State, batch_id: int, upto: str, rows: list[TableRow]
+    ) -> None:
+        """A table new to the stream: its offset puts its first batch id right after every
+        one it has (facts rows, facts and bronze commits) and its ``database_joined`` row goes
+        into ``rows``; or it is parked when its bronze holds a batch without its facts row
+        (its single stream stopped inside a batch: only that stream's replay finishes it)."""
+        table = state.table
+        recorded = max(state.last, ledger.facts_txn(table.app_id))
+        bronze = ledger.bronze_version(table.target, table.app_id)
+        if bronze > recorded:
+            state.parked = (
+                f"its micro-batch {bronze} is in {table.target.text} without its facts row (a "
+                "stream of it stopped inside that batch): run that stream (its to_delta) once "
+                "more to finish the batch, then this stream takes the table"
+            )
+            return
+        state.offset = recorded + 1 - batch_id
+        row = member_row(self.app_id, batch_id, recorded + 1, joined=True, lsn=upto)
+        rows.append(TableRow(table.app_id, table.target.text, row))
+
+    def _leave(
+        self,
+        ledger: DatabaseLedger,
+        sink_id: str,
+        member: Member,
+        last: TableBatch | None,
+        batch_id: int,
+    ) -> TableRow:
+        """The ``database_left`` row of a member no longer listed.
+
+        Raises:
+            ValueError: its bronze holds a batch without its facts row (this stream stopped
+                inside that batch): only this stream's replay with the table listed finishes it.
+        """
+        newest = -1 if last is None else last.batch_id
+        if member.target:
+            bronze = ledger.bronze_version(table_ref(member.target, "target"), sink_id)
+            if bronze > newest:
+                raise ValueError(
+                    f"database stream {self.app_id!r}: {sink_id}'s micro-batch {bronze} is in "
+                    f"{member.target} without its facts row (the stream stopped inside that "
+                    "batch): run the stream once more with the table listed, then leave it out"
+                )
+        row = member_row(self.app_id, batch_id, member.version, joined=False, lsn=None)
+        return TableRow(sink_id, member.target or "", row)
 
     @staticmethod
     def _record_members(
@@ -364,11 +445,13 @@ class DatabaseSink:
             else:
                 state.offset = member.version - member.database_batch
 
-    def _check_identity(self, ledger: DatabaseLedger, states: Mapping[str, _State]) -> None:
+    def _check_identity(
+        self, ledger: DatabaseLedger, states: Mapping[str, _State], batch_id: int
+    ) -> None:
         """Each table's one-target rule (ADR 0031), as its sink's first batch would check it:
         the facts table is not its bronze table, and its sink id writes no other target (one
         read of the targets the facts table records for all the sink ids); a table that
-        breaks it is parked."""
+        breaks it is parked (never one whose bronze holds this batch: ``_hold``)."""
         recorded = ledger.recorded_targets([s.table.app_id for s in states.values()])
         for state in states.values():
             if state.parked is not None:
@@ -378,6 +461,7 @@ class DatabaseSink:
             try:
                 ledger.check_identity(table.target, table.app_id, checked_others=bool(others))
             except ValueError as exc:
+                self._hold(ledger, state, batch_id)
                 state.parked = str(exc)
 
     def _state(self, table: DatabaseTable, last: TableBatch | None) -> _State:
@@ -405,15 +489,18 @@ class DatabaseSink:
 
     # -- which tables to read -------------------------------------------------------------------
 
-    def _to_read(self, todo: Sequence[_State], upto: str, done: _Batch) -> list[_State]:
+    def _to_read(
+        self, ledger: DatabaseLedger, todo: Sequence[_State], batch_id: int, done: _Batch
+    ) -> list[_State]:
         """The tables of the batch to read, in the order given: new ones, those below their
         instance's low-water mark, those with changes in ``(position, upto]``; a table whose
-        instance is gone is parked."""
+        instance is gone, or whose change table the probe may not read, is parked."""
         if not todo:
             return []
+        upto = done.upto
         low = self.source.low_water()
         chosen: set[str] = set()
-        by_position: dict[str, list[str]] = {}
+        by_position: dict[str, list[_State]] = {}
         for state in todo:
             ci = state.table.capture_instance
             if ci not in low:
@@ -421,15 +508,40 @@ class DatabaseSink:
                     f"capture instance {ci!r} does not exist or the login may not read it "
                     "(sys.sp_cdc_help_change_data_capture does not list it)"
                 )
-                self._park(state, reason, done)
+                self._park(ledger, state, batch_id, reason, done)
                 continue
             if state.position is None or low[ci] > state.position:
                 chosen.add(ci)
             elif state.position < upto:
-                by_position.setdefault(state.position, []).append(ci)
-        for after, names in by_position.items():
-            chosen |= self.source.changed(names, after, upto)
-        return [s for s in todo if s.table.capture_instance in chosen]
+                by_position.setdefault(state.position, []).append(state)
+        for after, states in by_position.items():
+            chosen |= self._changed(ledger, states, (after, upto), batch_id, done)
+        return [s for s in todo if s.table.capture_instance in chosen and s.parked is None]
+
+    def _changed(
+        self,
+        ledger: DatabaseLedger,
+        states: Sequence[_State],
+        bounds: tuple[str, str],
+        batch_id: int,
+        done: _Batch,
+    ) -> set[str]:
+        """The instances of ``states`` with changes in ``bounds`` (one statement for all); when
+        that statement fails for a table's own reason (a change table dropped or no longer
+        readable), each is asked alone and the failing ones are parked."""
+        names = [s.table.capture_instance for s in states]
+        try:
+            return self.source.changed(names, *bounds)
+        except Exception as exc:
+            if not parkable(exc):
+                raise
+            if len(states) == 1:
+                self._park(ledger, states[0], batch_id, str(exc), done)
+                return set()
+        found: set[str] = set()
+        for state in states:
+            found |= self._changed(ledger, [state], bounds, batch_id, done)
+        return found
 
     # -- one table's batch ----------------------------------------------------------------------
 
@@ -484,7 +596,8 @@ class DatabaseSink:
                 raise
             found = find_error(exc)
             why = str(found) if found is not None else f"{type(exc).__name__}: {exc}"
-            self._park(state, why, done)
+            ledger = DatabaseLedger(spark, self.facts, self.app_id, self._seen)
+            self._park(ledger, state, batch_id, why, done)
             return None
         with self._lock:
             done.plan_ms += round((planned - began) * 1000)
@@ -492,9 +605,16 @@ class DatabaseSink:
             done.read.append(ci)
         return state, [TableRow(state.table.app_id, state.table.target.text, r) for r in facts]
 
-    def _park(self, state: _State, reason: str, done: _Batch) -> None:
+    def _park(
+        self, ledger: DatabaseLedger, state: _State, batch_id: int, reason: str, done: _Batch
+    ) -> None:
         """Leaves the table out of the run's later batches; its ``table_parked`` row goes
-        into this batch's heartbeat commit."""
+        into this batch's facts commit.
+
+        Raises:
+            ValueError: its bronze holds this batch (``_hold``).
+        """
+        self._hold(ledger, state, batch_id)
         state.parked = reason
         with self._lock:
             done.parked.append(state)
@@ -505,6 +625,26 @@ class DatabaseSink:
             state.table.app_id,
             reason,
         )
+
+    @staticmethod
+    def _hold(ledger: DatabaseLedger, state: _State, batch_id: int) -> None:
+        """Refuses to park a table whose bronze holds its batch of ``batch_id`` without the
+        facts row (a crashed run's, this batch replays it): parked, its position would stay
+        before rows bronze holds, and a later batch would write them again.
+
+        Raises:
+            ValueError: bronze holds the batch; the batch fails, and its replay finishes it.
+        """
+        version = state.version(batch_id)
+        if state.last < version and ledger.bronze_holds(
+            state.table.target, state.table.app_id, version
+        ):
+            raise ValueError(
+                f"{state.table.app_id}: its micro-batch {version} is in "
+                f"{state.table.target.text} without its facts row, and the table cannot be "
+                "read now; the batch fails, and its replay finishes the table's batch once the "
+                "table can be read"
+            )
 
     def _bronze_landed(self, spark: SparkSession, state: _State, version: int) -> bool:
         """Whether the table's bronze commit of ``version`` landed (its facts row did not):

@@ -2,11 +2,12 @@
 table with a few new commits, docs/many-tables.md).
 
 ``spark.read.format("mssql_cdc")`` plans a range in Spark's Python planning process and reads it
-in a task, each a Python process: seconds of fixed cost for a handful of rows. A range whose plan
-is one partition (fewer than ``MIN_ROWS_PER_PARTITION`` rows) is read here instead, by the same
-code: the batch read's planner (retention first, schema changes reviewed, the same range) and the
-task's reader (``read_changes``), in this process, into one Arrow table with the batch read's
-schema. A larger range is left to the batch read (``None``).
+in a task, each a Python process: seconds of fixed cost for a handful of rows. A range of fewer
+than :data:`LOCAL_ROWS` change rows is read here instead, by the same code: the batch read's
+planner (retention first, schema changes reviewed, the same range) and the task's reader
+(``read_changes``), in this process, into one Arrow table with the batch read's schema (held in
+driver memory: hence the bound). A larger range is left to the batch read (``None``), which
+Spark reads in tasks, in partitions, with its retries.
 
 This module imports PySpark (for the schema); the driver, or Spark Connect's ``foreachBatch``
 worker, calls it.
@@ -27,16 +28,21 @@ from mssql_cdc.source.planning import MIN_ROWS_PER_PARTITION
 from mssql_cdc.source.reading import ReadSpec, read_changes
 from mssql_cdc.source.stream_driver import StreamPlanner
 
-__all__ = ["read_locally"]
+__all__ = ["LOCAL_ROWS", "read_locally"]
+
+#: change rows from which a range is left to ``spark.read`` (tests lower it)
+LOCAL_ROWS = MIN_ROWS_PER_PARTITION
+#: partitions the local plan may count (a range of LOCAL_ROWS rows or more plans two or more)
+_PLAN_PARTS = 1 << 16
 
 
 def read_locally(
     options: ReaderOptions, schema: StructType | None = None
 ) -> tuple[StructType, pa.Table] | None:
     """The changes ``startingLsn < LSN <= endingLsn`` of ``options``' capture instance, read in
-    this process when the batch read would plan them as one partition: the schema (``schema``,
-    else inferred: one catalog read) and the rows, exactly the batch read's. ``None`` when the
-    plan has more partitions (read those with ``spark.read``).
+    this process when they are fewer than :data:`LOCAL_ROWS`: the schema (``schema``, else
+    inferred: one catalog read) and the rows, exactly the batch read's. ``None`` for a larger
+    range (read it with ``spark.read``).
 
     Raises:
         DataLossError: changes of the range were purged and ``failOnDataLoss`` is true.
@@ -45,7 +51,9 @@ def read_locally(
     """
     options = dataclasses.replace(options, metrics_path=None)  # no metrics files: as the batch
     struct = schema if schema is not None else _infer(options)
-    planner = StreamPlanner(options, _captured(struct), 1, MIN_ROWS_PER_PARTITION)
+    # planned by rows alone (numPartitions left out): one partition below LOCAL_ROWS
+    counting = dataclasses.replace(options, num_partitions=None)
+    planner = StreamPlanner(counting, _captured(struct), _PLAN_PARTS, max(LOCAL_ROWS // 2, 1))
     try:
         start = planner.initial_offset()
         end = planner.ending_offset(start)

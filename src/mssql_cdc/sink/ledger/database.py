@@ -87,13 +87,10 @@ class DatabaseLedger:
             return {}
         return landed.last_batches(self.spark, self.facts, sink_ids)
 
-    def recorded(self, target: TableRef, sink_id: str) -> int:
-        """The highest batch id Delta records for ``sink_id``'s micro-batch commits: its facts
-        commits' and its bronze commits' ``txnVersion`` (``-1``: none)."""
-        return max(
-            landed.txn_version(self.spark, self.facts, ids.facts_id(sink_id)),
-            landed.txn_version(self.spark, target, ids.bronze_id(sink_id)),
-        )
+    def facts_txn(self, sink_id: str) -> int:
+        """The ``txnVersion`` of ``sink_id``'s own facts commits (``<sink>#facts``: a single
+        stream's; ``-1``: none)."""
+        return landed.txn_version(self.spark, self.facts, ids.facts_id(sink_id))
 
     def recorded_targets(self, sink_ids: Sequence[str]) -> dict[str, set[str]]:
         """The targets the facts table records for each of ``sink_ids``, as written (one
@@ -114,6 +111,21 @@ class DatabaseLedger:
         if checked_others:
             identity.check_one_target(self.spark, sink_id, target, self.facts)
 
+    def facts_version(self) -> int:
+        """The newest database batch whose facts commit landed (``-1``: none)."""
+        return landed.txn_version(self.spark, self.facts, ids.database_facts_id(self.app_id))
+
+    def name_taken(self) -> bool:
+        """Whether the facts table records rows of a sink whose id is this stream's name (a
+        single stream's ``app_id``): the two would be told apart by nothing."""
+        if not self.facts.exists(self.spark):
+            return False
+        return bool(landed.recorded_targets_of(self.spark, self.facts, [self.app_id]))
+
+    def bronze_version(self, target: TableRef, sink_id: str) -> int:
+        """Bronze's recorded micro-batch version of ``sink_id`` (``-1``: none)."""
+        return landed.txn_version(self.spark, target, ids.bronze_id(sink_id))
+
     def bronze_holds(self, target: TableRef, sink_id: str, batch_id: int) -> bool:
         """Whether bronze records ``sink_id``'s micro-batch ``batch_id`` (or a later one)."""
         return landed.txn_version(self.spark, target, ids.bronze_id(sink_id)) >= batch_id
@@ -128,7 +140,9 @@ class DatabaseLedger:
         row = member_row(self.app_id, batch, version, joined=False, lsn=None)
         self._append("database_members", [TableRow(sink_id, target, row)], None, None, utc_now())
 
-    def seed_single(self, sink_id: str, database_checkpoint: str, location: str) -> int:
+    def seed_single(
+        self, target: TableRef, sink_id: str, database_checkpoint: str, location: str
+    ) -> int:
         """Writes the new local checkpoint ``location`` of a single stream of ``sink_id``, a
         table leaving this database stream: one committed batch, the table's newest
         micro-batch id, ending at that batch's end (``checkpoint.seed_committed_batch``, the
@@ -136,9 +150,18 @@ class DatabaseLedger:
 
         Raises:
             ValueError: the facts table records no micro-batch of ``sink_id``, or none with an
-                end; what ``seed_committed_batch`` and ``newest_conf`` raise.
+                end; bronze holds a later batch of it without its facts row (the database
+                stream stopped inside that batch: run it once more first); what
+                ``seed_committed_batch`` and ``newest_conf`` raise.
         """
         last = self.last_batches([sink_id]).get(sink_id)
+        bronze = self.bronze_version(target, sink_id)
+        if bronze > (-1 if last is None else last.batch_id):
+            raise ValueError(
+                f"{sink_id}'s micro-batch {bronze} is in {target.text} without its facts row "
+                "(the database stream stopped inside that batch): run the database stream once "
+                "more with the table listed, then move it"
+            )
         if last is None or last.end_lsn is None:
             raise ValueError(
                 f"{self.facts.text} records no micro-batch of {sink_id!r} with an end LSN: "
@@ -164,13 +187,25 @@ class DatabaseLedger:
         self._append("database_members", rows, txn, meta, utc_now())
 
     def record_facts(self, rows: Sequence[TableRow], batch_id: int, written_at: datetime) -> None:
-        """Commits the facts rows of database batch ``batch_id`` in one commit (``<D>#facts``,
-        the batch id; Delta skips a replay): the micro-batch rows of the tables written, the
+        """Commits the facts rows of database batch ``batch_id`` in one commit
+        (``<D>#database``, the batch id): the micro-batch rows of the tables written, the
         heartbeat rows of idle ones, the ``table_parked`` events. A table's batch is done once
-        this lands."""
+        this lands.
+
+        Raises:
+            ValueError: the commit did not land (Delta skipped it: the facts table records
+                this stream's batch ``batch_id`` or a later one, written by another run).
+        """
         txn = ids.database_facts(self.app_id, batch_id)
         meta = metadata.database_fact(self.app_id, "database_facts", batch_id, len(rows))
         self._append("database_facts", rows, txn, meta, written_at)
+        recorded = self.facts_version()
+        if recorded != batch_id:
+            raise ValueError(
+                f"database stream {self.app_id!r}: the facts commit of batch {batch_id} did not "
+                f"land; {self.facts.text} records its batch {recorded}: another run of this "
+                "name wrote it (a checkpoint replaced under the same name?)"
+            )
 
     def _append(
         self,

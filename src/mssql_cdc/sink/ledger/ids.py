@@ -38,7 +38,7 @@ ids above, and two commits of its own on the facts table:
 * the tables that join or leave it, before a batch's first table commit: ``<D>#members``, the
   database batch id (:func:`database_members`);
 * the facts rows of the batch, after its tables' bronze commits (each table's micro-batch
-  row, the heartbeat rows of idle tables, the parked tables' events): ``<D>#facts``, the
+  row, the heartbeat rows of idle tables, the parked tables' events): ``<D>#database``, the
   database batch id (:func:`database_facts`).
 """
 
@@ -61,6 +61,7 @@ __all__ = [
     "chunk_wave_id",
     "chunked_open",
     "database_facts",
+    "database_facts_id",
     "database_members",
     "events_id",
     "facts_id",
@@ -167,9 +168,15 @@ def database_members(database_app_id: str, batch_id: int) -> Txn:
     return Txn(f"{database_app_id}#members", batch_id)
 
 
+def database_facts_id(database_app_id: str) -> str:
+    """A database stream's facts commits' ``txnAppId``: ``<D>#database`` (never a sink's
+    ``<sink>#facts``, whatever the names)."""
+    return f"{database_app_id}#database"
+
+
 def database_facts(database_app_id: str, batch_id: int) -> Txn:
-    """A database stream's facts rows of batch ``batch_id``: ``<D>#facts``."""
-    return Txn(facts_id(database_app_id), batch_id)
+    """A database stream's facts rows of batch ``batch_id``: ``<D>#database``."""
+    return Txn(database_facts_id(database_app_id), batch_id)
 
 
 def events_id(app_id: str) -> str:

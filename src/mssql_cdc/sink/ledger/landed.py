@@ -167,6 +167,8 @@ class Member:
     version: int
     #: the table's bronze table as the row names it
     target: str | None = None
+    #: the database batch's end when the row was written (a joining table's ``latest``)
+    lsn: str | None = None
 
 
 #: the event kinds of a database stream's membership rows
@@ -186,7 +188,7 @@ def database_members(
     rows = (
         facts.read(spark)
         .where(sf.col("event").isin(list(MEMBER_EVENTS)))
-        .select("app_id", "event", "batch_id", "detail", "written_at", "target")
+        .select("app_id", "event", "batch_id", "detail", "written_at", "target", "end_lsn")
         .orderBy("written_at")
         .collect()
     )
@@ -203,6 +205,7 @@ def database_members(
             int(detail["database_batch"]),
             int(row["batch_id"]),
             row["target"],
+            row["end_lsn"],
         )
         known = out.get(str(row["app_id"]))
         if known is None or member.database_batch >= known.database_batch:

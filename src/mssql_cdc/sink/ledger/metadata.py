@@ -85,7 +85,7 @@ def snapshot_fact(app_id: str, event: str, lsn: str, generation: int | None = No
 
 
 def database_fact(database_app_id: str, event: str, batch_id: int, tables: int) -> str:
-    """A database stream's facts commit's (``database_members``, ``heartbeat``): compact,
+    """A database stream's facts commit's (``database_members``, ``database_facts``): compact,
     sorted ``{"app_id", "batch_id", "event", "tables"}`` (``tables``: the rows' sink ids)."""
     meta = {"app_id": database_app_id, "batch_id": batch_id, "event": event, "tables": tables}
     return json.dumps(meta, sort_keys=True, separators=(",", ":"))
