@@ -84,21 +84,27 @@ def _usage(root: int) -> tuple[float, int]:
     return cpu, rss
 
 
+def setup_tables(emu, conn, n: int) -> None:
+    """CDC on the emulator's database and ``n`` tables ``dbo.t0``... with one change each,
+    captured."""
+    conn.execute("EXEC sys.sp_cdc_enable_db")
+    for i in range(n):
+        conn.execute(f"CREATE TABLE dbo.t{i} (id int PRIMARY KEY, v nvarchar(20))")
+        conn.execute(
+            f"EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N't{i}', "
+            "@role_name = NULL"
+        )
+        conn.execute(f"INSERT INTO dbo.t{i} VALUES (1, N'x')")
+    emu.scan()
+
+
 def measure(spark, n: int, seconds: float, interval: float, workdir: Path) -> dict[str, float]:
     from mssql_cdc import _native, await_all, start_many, stop_all
     from mssql_cdc.emulator import Emulator
 
     with Emulator() as emu:
         conn = _native.connect(emu.connection_string(), user="sa", password=emu.password)
-        conn.execute("EXEC sys.sp_cdc_enable_db")
-        for i in range(n):
-            conn.execute(f"CREATE TABLE dbo.t{i} (id int PRIMARY KEY, v nvarchar(20))")
-            conn.execute(
-                f"EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N't{i}', "
-                "@role_name = NULL"
-            )
-            conn.execute(f"INSERT INTO dbo.t{i} VALUES (1, N'x')")
-        emu.scan()
+        setup_tables(emu, conn, n)
         options = {
             "connectionString": emu.connection_string(),
             "user": "sa",

@@ -37,19 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from idle import MAX_LSN_QUERY, _usage
-
-
-def _setup(emu: Any, conn: Any, n: int) -> None:
-    conn.execute("EXEC sys.sp_cdc_enable_db")
-    for i in range(n):
-        conn.execute(f"CREATE TABLE dbo.t{i} (id int PRIMARY KEY, v nvarchar(20))")
-        conn.execute(
-            f"EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N't{i}', "
-            "@role_name = NULL"
-        )
-        conn.execute(f"INSERT INTO dbo.t{i} VALUES (1, N'x')")
-    emu.scan()
+from idle import MAX_LSN_QUERY, _usage, setup_tables
 
 
 def _trigger_ms(query: Any, since: float) -> list[float]:
@@ -171,7 +159,7 @@ def measure(spark: Any, args: argparse.Namespace, workdir: Path) -> dict[str, fl
     with Emulator() as emu:
         conn = _native.connect(emu.connection_string(), user="sa", password=emu.password)
         began = time.monotonic()
-        _setup(emu, conn, n)
+        setup_tables(emu, conn, n)
         setup_s = time.monotonic() - began
         options = {
             "connectionString": emu.connection_string(),

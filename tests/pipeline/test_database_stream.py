@@ -9,8 +9,8 @@ import pytest
 
 from _pipeline import ORDER
 from mssql_cdc import leave_database, start_database, stream
-from mssql_cdc.pipeline.database import ServerReads
 from mssql_cdc.sink import ledger as ledger_pkg
+from mssql_cdc.source import ServerReads
 
 # -- arguments (no Spark) -----------------------------------------------------------------------
 
@@ -114,6 +114,43 @@ class _Db:
         return [(r["batch_id"], r["rows"]) for r in rows]
 
 
+class _StopError(RuntimeError):
+    """Raised from the ledger's commit hook: the run stops there, as a killed driver would."""
+
+
+def _run_stopping_at(
+    db: _Db, instances, kind: str, when: str, nth: int = 1
+) -> list[tuple[str, str]]:
+    """One run of the stream (tables one after the other) that stops at the ``nth``
+    ``(kind, when)`` commit point; returns the commit points it passed."""
+    calls: list[tuple[str, str]] = []
+
+    def hook(k: str, w: str, txn: object) -> None:
+        calls.append((k, w))
+        if (k, w) == (kind, when) and calls.count((kind, when)) == nth:
+            raise _StopError(f"stopped at {kind} {when}")
+
+    ledger_pkg.ledger.commit_hook = hook
+    try:
+        query = start_database(
+            db.spark,
+            db.options,
+            list(instances),
+            target=str(db.tmp / "bronze" / "{ci}"),
+            app_id="t-{ci}",
+            checkpoint=str(db.tmp / "chk" / db.name),
+            facts_table=db.facts,
+            name=db.name,
+            trigger={"availableNow": True},
+            parallel=1,  # the tables one after the other: the stop falls between them
+        )
+        with pytest.raises(Exception, match=f"stopped at {kind} {when}"):
+            query.awaitTermination(600)
+    finally:
+        ledger_pkg.ledger.commit_hook = None
+    return calls
+
+
 @pytest.mark.parametrize("local", [True, False], ids=["read-on-the-driver", "spark-read"])
 def test_every_table_lands_once_and_a_rerun_reads_only_what_is_new(
     spark, source, tmp_path, monkeypatch, local
@@ -192,34 +229,7 @@ def test_a_kill_inside_a_batch_lands_each_table_once(spark, source, tmp_path, st
     _other(source, 1)
     source.scan()
     db = _Db(spark, source, tmp_path)
-    calls: list[tuple[str, str]] = []
-
-    class KilledError(RuntimeError):
-        pass
-
-    def hook(kind: str, when: str, txn: object) -> None:
-        calls.append((kind, when))
-        if (kind, when) == stop_at[:2] and calls.count(stop_at[:2]) == stop_at[2]:
-            raise KilledError("killed inside the batch")
-
-    ledger_pkg.ledger.commit_hook = hook
-    try:
-        query = start_database(
-            spark,
-            db.options,
-            ["dbo_orders", "dbo_other"],
-            target=str(tmp_path / "bronze" / "{ci}"),
-            app_id="t-{ci}",
-            checkpoint=str(tmp_path / "chk" / "db"),
-            facts_table=db.facts,
-            name="db",
-            trigger={"availableNow": True},
-            parallel=1,  # the tables one after the other: the stop falls between them
-        )
-        with pytest.raises(Exception, match="killed inside the batch"):
-            query.awaitTermination(600)
-    finally:
-        ledger_pkg.ledger.commit_hook = None
+    calls = _run_stopping_at(db, ["dbo_orders", "dbo_other"], *stop_at)
     assert calls.count(("batch", "after")) == len(landed)
     assert db.batch_rows("t-dbo_orders") == []  # no table's facts row landed
     db.run()  # Spark replays the batch: what landed is skipped, the rest written once
@@ -375,37 +385,6 @@ def test_the_command_line_runs_a_schema_as_one_database_stream(
     assert "a database stream has one checkpoint" in capsys.readouterr().err
     assert main([*argv, *chk, "--database-stream", "sales-db", "--bootstrap"]) == 2
     assert "does not bootstrap its tables yet" in capsys.readouterr().err
-
-
-class _StopError(RuntimeError):
-    """Raised from the ledger's commit hook: the run stops there, as a killed driver would."""
-
-
-def _run_stopping_at(db: _Db, instances, kind: str, when: str) -> None:
-    """One run of the stream that stops at the first ``(kind, when)`` commit point."""
-
-    def hook(k: str, w: str, txn: object) -> None:
-        if (k, w) == (kind, when):
-            raise _StopError(f"stopped at {kind} {when}")
-
-    ledger_pkg.ledger.commit_hook = hook
-    try:
-        query = start_database(
-            db.spark,
-            db.options,
-            list(instances),
-            target=str(db.tmp / "bronze" / "{ci}"),
-            app_id="t-{ci}",
-            checkpoint=str(db.tmp / "chk" / db.name),
-            facts_table=db.facts,
-            name=db.name,
-            trigger={"availableNow": True},
-            parallel=1,
-        )
-        with pytest.raises(Exception, match=f"stopped at {kind} {when}"):
-            query.awaitTermination(600)
-    finally:
-        ledger_pkg.ledger.commit_hook = None
 
 
 def test_a_replayed_batch_whose_facts_landed_is_skipped_and_a_table_added_meanwhile_lands_once(

@@ -52,6 +52,7 @@ from mssql_cdc.sink.facts_table import (
 from mssql_cdc.sink.ledger import (
     ChunkedSnapshot,
     ChunkFact,
+    DatabaseLedger,
     Generation,
     Generations,
     GenerationState,
@@ -68,7 +69,6 @@ from mssql_cdc.sink.ledger import (
     sink_arguments,
     stream_of_sink,
 )
-from mssql_cdc.sink.ledger.database import DatabaseLedger
 from mssql_cdc.sink.reconcile_tables import (
     append_report,
     bronze_change_keys,

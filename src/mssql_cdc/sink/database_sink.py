@@ -53,14 +53,14 @@ from mssql_cdc.sink.facts import (
     parse_utc,
     utc_now,
 )
-from mssql_cdc.sink.ledger import checkpoint
-from mssql_cdc.sink.ledger.database import DatabaseLedger, TableRow, member_row
-from mssql_cdc.sink.ledger.landed import Member, TableBatch
+from mssql_cdc.sink.ledger import DatabaseLedger, Member, TableBatch, TableRow, member_row
 from mssql_cdc.sink.tables import TableRef, table_ref
 from mssql_cdc.sink.warmup import run_each
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 __all__ = ["DatabaseSettings", "DatabaseSink", "DatabaseSource", "DatabaseTable", "parkable"]
 
@@ -104,9 +104,10 @@ class DatabaseSource(Protocol):
 
     def read(
         self, spark: SparkSession, capture_instance: str, after: str | None, upto: str
-    ) -> DataFrame:
-        """The instance's changes ``(after, upto]`` as a batch (``after`` ``None``: from the
-        instance's ``startingLsn`` option)."""
+    ) -> DataFrame | tuple[StructType, pa.Table]:
+        """The instance's changes ``(after, upto]`` (``after`` ``None``: from the instance's
+        ``startingLsn`` option): a DataFrame to read, or the rows already read, with their
+        schema."""
 
     def start(self, capture_instance: str, upto: str) -> str | None:
         """Where a table new to the stream starts: an LSN taken as processed, or ``None``
@@ -233,7 +234,7 @@ class DatabaseSink:
         clock, started_at = time.monotonic(), utc_now()
         spark = df.sparkSession
         ledger = DatabaseLedger(spark, self.facts, self.app_id, self._seen)
-        end = checkpoint.batch_end(spark, self.checkpoint, batch_id)
+        end = ledger.batch_end(self.checkpoint, batch_id)
         if end is None:
             raise ValueError(
                 f"{self.app_id}: the offset log of database batch {batch_id} in "
@@ -587,7 +588,10 @@ class DatabaseSink:
         facts: list[FactRow] = []
         try:
             began = time.monotonic()
-            rows = self.source.read(spark, ci, state.position, upto)
+            read = self.source.read(spark, ci, state.position, upto)
+            rows = (
+                spark.createDataFrame(read[1], schema=read[0]) if isinstance(read, tuple) else read
+            )
             planned = time.monotonic()
             state.sink.write_table_batch(rows, version, end, checked=state.ours, facts_rows=facts)
             finished = time.monotonic()

@@ -2,35 +2,28 @@
 docs/reference/bronze-schema.md), and the surface the stream and the snapshots use:
 :func:`register`, a bootstrap's :func:`snapshot_position`, a seed's :func:`seed_position`, the
 data-loss check before a query starts (:func:`find_loss`) and the capture instances of a schema
-(:func:`schema_capture_instances`) and a small range of changes read on the driver
-(:func:`read_locally`). ``mssql_cdc.pipeline`` and
-``mssql_cdc.snapshots`` import the source only from here.
+(:func:`schema_capture_instances`) and a database stream's reads (:class:`ServerReads`).
+``mssql_cdc.pipeline`` and ``mssql_cdc.snapshots`` import the source only from here.
 
 Importing this package does not import PySpark; :mod:`mssql_cdc.source.datasource` does.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from mssql_cdc.options import SourceOptions
 from mssql_cdc.source.catalog import check_reachable, schema_capture_instances
 from mssql_cdc.source.chunk_plan import ChunkPlan, chunk_key, plan_chunks
+from mssql_cdc.source.database_reads import ServerReads
 from mssql_cdc.source.offsets import format_utc
 from mssql_cdc.source.positions import SnapshotPosition, seed_position, snapshot_position
 from mssql_cdc.source.registration import register
 from mssql_cdc.source.retention import Loss, find_loss
 from mssql_cdc.source.tallies import SourceTallies, open_tallies
 
-if TYPE_CHECKING:
-    import pyarrow as pa
-    from pyspark.sql.types import StructType
-
-    from mssql_cdc.options import ReaderOptions
-
 __all__ = [
     "ChunkPlan",
     "Loss",
+    "ServerReads",
     "SnapshotPosition",
     "SourceOptions",
     "SourceTallies",
@@ -40,19 +33,8 @@ __all__ = [
     "format_utc",
     "open_tallies",
     "plan_chunks",
-    "read_locally",
     "register",
     "schema_capture_instances",
     "seed_position",
     "snapshot_position",
 ]
-
-
-def read_locally(
-    options: ReaderOptions, schema: StructType | None = None
-) -> tuple[StructType, pa.Table] | None:
-    """``mssql_cdc.source.local_read.read_locally`` (imported when called: it imports
-    PySpark)."""
-    from mssql_cdc.source.local_read import read_locally as read  # noqa: PLC0415 (PySpark on call)
-
-    return read(options, schema)

@@ -9,6 +9,7 @@ PySpark.
 
 from __future__ import annotations
 
+from mssql_cdc.sink.ledger.database import DatabaseLedger, TableRow, member_row
 from mssql_cdc.sink.ledger.generations import (
     Generation,
     Generations,
@@ -17,7 +18,7 @@ from mssql_cdc.sink.ledger.generations import (
 )
 from mssql_cdc.sink.ledger.identity import sink_arguments
 from mssql_cdc.sink.ledger.ids import stream_of_sink
-from mssql_cdc.sink.ledger.landed import LastBatch, WaveCommit
+from mssql_cdc.sink.ledger.landed import LastBatch, Member, TableBatch, WaveCommit
 from mssql_cdc.sink.ledger.ledger import (
     BatchDecision,
     CommitKind,
@@ -43,22 +44,27 @@ __all__ = [
     "ChunkFact",
     "ChunkedSnapshot",
     "CommitKind",
+    "DatabaseLedger",
     "Generation",
     "GenerationState",
     "Generations",
     "LastBatch",
     "Ledger",
+    "Member",
     "Recorded",
     "Recovering",
     "SnapshotCommit",
     "SnapshotEvents",
     "SnapshotKind",
     "SnapshotOpen",
+    "TableBatch",
+    "TableRow",
     "TargetLedger",
     "Verdict",
     "WaveCommit",
     "WaveOvertakenError",
     "WaveRows",
+    "member_row",
     "sink_arguments",
     "stream_of_sink",
 ]

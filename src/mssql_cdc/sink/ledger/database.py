@@ -111,6 +111,11 @@ class DatabaseLedger:
         if checked_others:
             identity.check_one_target(self.spark, sink_id, target, self.facts)
 
+    def batch_end(self, location: str, batch_id: int) -> dict[str, str] | None:
+        """Database batch ``batch_id``'s end offset from the offset log of the checkpoint at
+        ``location`` (``checkpoint.batch_end``; ``None`` when unreadable)."""
+        return checkpoint.batch_end(self.spark, location, batch_id)
+
     def facts_version(self) -> int:
         """The newest database batch whose facts commit landed (``-1``: none)."""
         return landed.txn_version(self.spark, self.facts, ids.database_facts_id(self.app_id))
