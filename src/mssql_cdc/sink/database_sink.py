@@ -12,24 +12,26 @@ commit, so a replayed database batch gives every table the batch id it had.
 
 Per database batch, on the driver (or Spark Connect's ``foreachBatch`` worker), in this order:
 
-1. ``L_B`` from the query's offset log; on a run's first batch, each table's position (the end
+1. ``L_B`` from the query's offset log; on a run's first batch, nothing more when the facts
+   table records the batch (a replay of a finished batch), else each table's position (the end
    of its newest micro-batch row in the facts table, one aggregation for all tables), and the
    membership rows of tables that join or leave, committed before any table's commit;
 2. which tables to read: those whose position is below the low-water mark of their capture
    instance (the read applies the data-loss rule), new tables, and those with changes in
    ``(position, L_B]`` (``DatabaseSource.changed``: a few statements for all tables);
-3. each such table's changes ``(position, L_B]`` read as a batch and written by its sink: bronze,
-   then its facts row;
-4. the heartbeat rows: a 0-row micro-batch row ending at ``L_B`` for each idle table whose last
-   row is older than ``heartbeat_seconds``, and a ``table_parked`` event row for each table that
-   failed, all in one facts commit (``<D>#facts``, ``B``).
+3. each such table's changes ``(position, L_B]`` read (on the driver when small, else by
+   ``spark.read``) and appended to its bronze table by its own sink, which hands its facts row
+   back; up to ``settings.parallel`` tables at once;
+4. one facts commit (``<D>#database``, ``B``): the tables' micro-batch rows, a 0-row micro-batch
+   row ending at ``L_B`` for each idle table whose last row is older than
+   ``heartbeat_seconds``, and a ``table_parked`` event row for each table that failed.
 
 A table whose read or write fails with an error of its own (data loss, a schema change, a
 revoked grant, a dropped capture instance, a rewound history) is *parked*: it is left out of the
 run's later batches, its failure is logged and recorded, and the others go on; the next run
-tries it again. A failure that is not the table's own (the connection, Spark) fails the batch,
-and Spark replays it. A table whose bronze commit landed before its failure is never parked:
-the batch fails, and its replay writes the facts row the commit lacks.
+tries it again. A failure that is not the table's own (the connection, a deadlock, Spark) fails
+the batch, and Spark replays it. A table whose bronze holds the batch without its facts row is
+never parked: the batch fails, and its replay writes the facts row the commit lacks.
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ stream's own:
 * the membership rows (``database_joined`` / ``database_left`` event rows of each table's sink
   id; ``detail`` names the stream and its batch), one commit per batch that has any
   (``<D>#members``, the batch id);
-* the heartbeat rows of idle tables (micro-batch rows of 0 rows that end at the batch's end),
-  one commit per batch that has any (``<D>#facts``, the batch id);
+* each batch's facts rows, every table's (the micro-batch rows of the tables written, the
+  heartbeat rows of idle ones, the ``table_parked`` events), one commit per batch that has any
+  (``<D>#database``, the batch id), checked to land;
 * what the facts table says each table's stream did last (one aggregation for all tables).
 
 Runs on the driver, or in Spark Connect's ``foreachBatch`` worker; building one reads nothing.
