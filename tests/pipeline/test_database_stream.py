@@ -87,8 +87,10 @@ class _Db:
     def bronze(self, ci: str) -> str:
         return str(self.tmp / "bronze" / ci)
 
-    def run(self, instances=("dbo_orders", "dbo_other"), **kwargs):
-        query = start_database(
+    def start(self, instances=("dbo_orders", "dbo_other"), **kwargs):
+        """Starts the stream (availableNow unless ``trigger`` is given) and returns its query."""
+        kwargs.setdefault("trigger", {"availableNow": True})
+        return start_database(
             self.spark,
             self.options,
             list(instances),
@@ -97,9 +99,11 @@ class _Db:
             checkpoint=str(self.tmp / "chk" / self.name),
             facts_table=self.facts,
             name=self.name,
-            trigger={"availableNow": True},
             **kwargs,
         )
+
+    def run(self, instances=("dbo_orders", "dbo_other"), **kwargs):
+        query = self.start(instances, **kwargs)
         query.awaitTermination(600)
         assert query.exception() is None, query.exception()
         return query
@@ -132,18 +136,8 @@ def _run_stopping_at(
 
     ledger_pkg.ledger.commit_hook = hook
     try:
-        query = start_database(
-            db.spark,
-            db.options,
-            list(instances),
-            target=str(db.tmp / "bronze" / "{ci}"),
-            app_id="t-{ci}",
-            checkpoint=str(db.tmp / "chk" / db.name),
-            facts_table=db.facts,
-            name=db.name,
-            trigger={"availableNow": True},
-            parallel=1,  # the tables one after the other: the stop falls between them
-        )
+        # the tables one after the other: the stop falls between them
+        query = db.start(instances, parallel=1)
         with pytest.raises(Exception, match=f"stopped at {kind} {when}"):
             query.awaitTermination(600)
     finally:
@@ -329,17 +323,7 @@ def _max_lsn(source) -> str:
 def test_a_failing_table_is_parked_and_the_others_go_on(spark, source, tmp_path):
     source.workload(1)
     db = _Db(spark, source, tmp_path)
-    query = start_database(
-        spark,
-        db.options,
-        ["dbo_orders", "dbo_other"],
-        target=str(tmp_path / "bronze" / "{ci}"),
-        app_id="t-{ci}",
-        checkpoint=str(tmp_path / "chk" / "db"),
-        facts_table=db.facts,
-        name="db",
-        trigger={"processingTime": "1 second"},
-    )
+    query = db.start(trigger={"processingTime": "1 second"})
     try:
         query.processAllAvailable()
         # the DBA disables CDC on dbo.other while the stream runs: its instance is gone
