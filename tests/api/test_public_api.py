@@ -45,6 +45,7 @@ PUBLIC = {
     "is_data_loss",
     "is_schema_changed",
     "leave_database",
+    "parked_tables",
     "newest_snapshot",
     "reconcile",
     "register",

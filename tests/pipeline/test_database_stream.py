@@ -5,10 +5,12 @@ between a single stream and the database stream."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from _pipeline import ORDER
-from mssql_cdc import leave_database, start_database, stream
+from _pipeline import ORDER, latest_images
+from mssql_cdc import leave_database, parked_tables, start_database, stream
 from mssql_cdc.sink import ledger as ledger_pkg
 from mssql_cdc.source import ServerReads
 
@@ -41,6 +43,15 @@ class _NoSpark:
         (["a"], {"heartbeat_seconds": -1}, ValueError, r"heartbeat_seconds must be"),
         (["a"], {"parallel": 0}, ValueError, r"parallel must be a whole number"),
         (["a"], {"trigger": {"every": 1}}, ValueError, r"trigger"),
+        (["a"], {"bootstrap": "yes"}, TypeError, r"bootstrap must be True or False"),
+        (["a"], {"bootstrap": True, "snapshot": "some"}, ValueError, r"'full' or 'chunked'"),
+        (["a"], {"snapshot": "chunked"}, ValueError, r"it needs bootstrap=True"),
+        (
+            {"a": {"startingLsn": "latest"}},
+            {"bootstrap": True},
+            ValueError,
+            r"\['a'\]: bootstrap=True sets startingLsn itself",
+        ),
     ],
 )
 def test_bad_arguments_fail_before_anything_starts(instances, kwargs, error, message):
@@ -123,7 +134,7 @@ class _StopError(RuntimeError):
 
 
 def _run_stopping_at(
-    db: _Db, instances, kind: str, when: str, nth: int = 1
+    db: _Db, instances, kind: str, when: str, nth: int = 1, **kwargs
 ) -> list[tuple[str, str]]:
     """One run of the stream (tables one after the other) that stops at the ``nth``
     ``(kind, when)`` commit point; returns the commit points it passed."""
@@ -137,7 +148,7 @@ def _run_stopping_at(
     ledger_pkg.ledger.commit_hook = hook
     try:
         # the tables one after the other: the stop falls between them
-        query = db.start(instances, parallel=1)
+        query = db.start(instances, parallel=1, **kwargs)
         with pytest.raises(Exception, match=f"stopped at {kind} {when}"):
             query.awaitTermination(600)
     finally:
@@ -343,7 +354,10 @@ def test_a_failing_table_is_parked_and_the_others_go_on(spark, source, tmp_path)
     facts = spark.read.format("delta").load(db.facts)
     parked = facts.where("event = 'table_parked'").collect()
     assert [r["app_id"] for r in parked] == ["t-dbo_other"]  # recorded once, not per batch
-    assert "dbo_other" in parked[0]["detail"]
+    assert json.loads(parked[0]["detail"])["capture_instance"] == "dbo_other"
+    found = parked_tables(spark, name="db", facts_table=db.facts)
+    assert list(found) == ["dbo_other"]
+    assert "dbo_other" in found["dbo_other"]  # the error names the instance it could not read
 
 
 def test_the_command_line_runs_a_schema_as_one_database_stream(
@@ -367,8 +381,6 @@ def test_the_command_line_runs_a_schema_as_one_database_stream(
     bad = ["--checkpoint", str(tmp_path / "c" / "{ci}"), "--database-stream", "sales-db"]
     assert main([*argv, *bad]) == 2
     assert "a database stream has one checkpoint" in capsys.readouterr().err
-    assert main([*argv, *chk, "--database-stream", "sales-db", "--bootstrap"]) == 2
-    assert "does not bootstrap its tables yet" in capsys.readouterr().err
 
 
 def test_a_replayed_batch_whose_facts_landed_is_skipped_and_a_table_added_meanwhile_lands_once(
@@ -475,3 +487,217 @@ def test_a_range_above_the_driver_read_bound_is_read_by_spark(spark, source, tmp
     assert db.rows("dbo_orders", ["_start_lsn", "_seqval", "_operation", "_command_id"]) == [
         c[:4] for c in source.changes()
     ]
+
+
+# -- bootstrap --------------------------------------------------------------------------------
+
+
+def _snapshot_rows(spark, path: str) -> int:
+    return spark.read.format("delta").load(path).where("_operation = 0").count()
+
+
+def test_a_bootstrap_takes_each_new_table_s_snapshot_then_only_its_changes(
+    spark, source, tmp_path, monkeypatch
+):
+    source.workload(1, scan=False)
+    _other(source, 1)
+    source.scan()
+    db = _Db(spark, source, tmp_path)
+    db.run(bootstrap=True)
+    # each table's rows as a snapshot, none of the changes before it
+    assert latest_images(spark, db.bronze("dbo_orders")) == source.table()
+    taken = len(source.table())
+    assert _snapshot_rows(spark, db.bronze("dbo_orders")) == taken
+    assert db.rows("dbo_other", ["_operation", "id", "note"]) == [(0, 1, "u1")]
+    events = spark.read.format("delta").load(db.facts).where("app_id = 't-dbo_orders'")
+    kinds = sorted(r["event"] for r in events.where("event IS NOT NULL").collect())
+    assert kinds == ["bootstrap", "database_joined", "snapshot_open"]
+
+    # a rerun takes no snapshot again (nor looks for one): the tables joined; only their new
+    # changes land
+    source.workload(100)
+    _other(source, 2)
+    source.scan()
+    from mssql_cdc.pipeline import start as start_module
+
+    asked: list[str] = []
+    real = start_module.take_bootstrap
+
+    def spy(reader, ledger, *, chunked):
+        asked.append(ledger.app_id)
+        return real(reader, ledger, chunked=chunked)
+
+    monkeypatch.setattr(start_module, "take_bootstrap", spy)
+    db.run(bootstrap=True)
+    assert asked == []
+    assert _snapshot_rows(spark, db.bronze("dbo_orders")) == taken
+    assert latest_images(spark, db.bronze("dbo_orders")) == source.table()
+    assert db.rows("dbo_other", ["_operation", "id", "note"]) == [
+        (0, 1, "u1"),
+        (2, 2, "n2"),
+        (3, 2, "n2"),
+        (4, 2, "u2"),
+    ]
+    assert parked_tables(spark, name="db", facts_table=db.facts) == {}
+
+
+def _refuse_bootstrap(monkeypatch, sink_id: str):
+    """The bootstrap of ``sink_id``'s table fails as a revoked grant would (229); the others
+    are taken. Returns the function that gives the grant back."""
+    from mssql_cdc.pipeline import start as start_module
+
+    real = start_module.take_bootstrap
+
+    def refused(reader, ledger, *, chunked):
+        if ledger.app_id == sink_id:
+            raise PermissionError("SELECT permission was denied on the object 'other' (229)")
+        return real(reader, ledger, chunked=chunked)
+
+    monkeypatch.setattr(start_module, "take_bootstrap", refused)
+    return lambda: monkeypatch.setattr(start_module, "take_bootstrap", real)
+
+
+def test_a_table_whose_bootstrap_fails_is_parked_and_bootstrapped_on_the_next_run(
+    spark, source, tmp_path, monkeypatch
+):
+    source.workload(1, scan=False)
+    _other(source, 1)
+    source.scan()
+    db = _Db(spark, source, tmp_path)
+    undo = _refuse_bootstrap(monkeypatch, "t-dbo_other")
+    db.run(bootstrap=True)
+    assert latest_images(spark, db.bronze("dbo_orders")) == source.table()
+    parked = parked_tables(spark, name="db", facts_table=db.facts)
+    assert list(parked) == ["dbo_other"]
+    assert "permission was denied" in parked["dbo_other"]
+    assert not (tmp_path / "bronze" / "dbo_other").exists()
+    # still refused, and nothing new: no batch runs, the failure is recorded all the same
+    before = spark.read.format("delta").load(db.facts).where("event = 'table_parked'").count()
+    db.run(bootstrap=True)
+    facts = spark.read.format("delta").load(db.facts)
+    assert facts.where("event = 'table_parked'").count() == before + 1
+    assert list(parked_tables(spark, name="db", facts_table=db.facts)) == ["dbo_other"]
+
+    undo()  # the grant is back
+    _other(source, 2)
+    source.scan()
+    db.run(bootstrap=True)
+    # its snapshot (both rows), nothing before it; idle since: a 0-row row ends its parking
+    assert db.rows("dbo_other", ["_operation", "id", "note"]) == [(0, 1, "u1"), (0, 2, "u2")]
+    assert [r for _, r in db.batch_rows("t-dbo_other")] == [0]
+    assert parked_tables(spark, name="db", facts_table=db.facts) == {}
+    assert latest_images(spark, db.bronze("dbo_orders")) == source.table()
+
+
+def test_a_table_parked_at_its_bootstrap_and_then_left_out_is_no_longer_listed(
+    spark, source, tmp_path, monkeypatch
+):
+    source.workload(1)
+    db = _Db(spark, source, tmp_path)
+    _refuse_bootstrap(monkeypatch, "t-dbo_other")
+    db.run(bootstrap=True)
+    assert list(parked_tables(spark, name="db", facts_table=db.facts)) == ["dbo_other"]
+    source.workload(10)
+    db.run(["dbo_orders"], bootstrap=True)  # the table is left out of the list
+    assert parked_tables(spark, name="db", facts_table=db.facts) == {}
+    assert latest_images(spark, db.bronze("dbo_orders")) == source.table()
+
+
+def test_a_bootstrapped_table_whose_join_landed_goes_on_from_its_snapshot_after_a_crash(
+    spark, source, tmp_path
+):
+    """The stream stops after the tables' joining landed and before the batch's facts commit;
+    the next run, even without ``bootstrap=True``, starts each table where its join recorded
+    (its snapshot's LSN), not from its whole change table."""
+    source.workload(1, scan=False)
+    _other(source, 1)
+    source.scan()
+    db = _Db(spark, source, tmp_path)
+    calls = _run_stopping_at(
+        db, ["dbo_orders", "dbo_other"], "database_facts", "before", bootstrap=True
+    )
+    assert ("database_members", "after") in calls
+    db.run()
+    assert db.rows("dbo_other", ["_operation", "id", "note"]) == [(0, 1, "u1")]
+    assert latest_images(spark, db.bronze("dbo_orders")) == source.table()
+    assert db.rows("dbo_orders", ["_operation"]) == [(0,)] * len(source.table())
+
+
+def test_a_chunked_bootstrap_opens_each_table_s_snapshot_and_backfill_fills_it(
+    spark, source, tmp_path
+):
+    source.workload(1, scan=False)
+    _other(source, 1)
+    source.scan()
+    db = _Db(spark, source, tmp_path)
+    db.run(bootstrap=True, snapshot="chunked")
+    assert not (tmp_path / "bronze" / "dbo_orders").exists()  # opened, not read yet
+    source.workload(100)
+    db.run(bootstrap=True, snapshot="chunked")  # the stream goes on beside the open snapshots
+    for ci in ("dbo_orders", "dbo_other"):
+        cdc = stream(spark, {**db.options, "captureInstance": ci})
+        status = cdc.backfill(db.bronze(ci), app_id=f"t-{ci}", facts_table=db.facts)
+        assert status.state == "done"
+    assert latest_images(spark, db.bronze("dbo_orders")) == source.table()
+    assert _snapshot_rows(spark, db.bronze("dbo_other")) == 1
+
+
+# -- a table's capture-instance switch ----------------------------------------------------------
+
+_V2 = (
+    "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'orders', "
+    "@role_name = NULL, @capture_instance = N'dbo_orders_v2'"
+)
+_DISABLE_OLD = (
+    "EXEC sys.sp_cdc_disable_table @source_schema = N'dbo', @source_name = N'orders', "
+    "@capture_instance = N'dbo_orders'"
+)
+
+
+def test_a_table_follows_the_add_column_playbook_while_the_stream_runs(spark, source, tmp_path):
+    """The DBA's playbook (docs/schema-changes.md) on one table of a running database stream:
+    a column added, a second capture instance with it, the old one disabled. The stream finds
+    the newer instance's changes, reads the table with the union schema (bronze gains the
+    column), follows the default name to the newer instance, and never stops or parks."""
+    from _pipeline import bronze_changes
+    from mssql_cdc import Lsn
+
+    source.workload(1)
+    db = _Db(spark, source, tmp_path)
+    query = db.start(trigger={"processingTime": "1 second"})
+    try:
+        query.processAllAvailable()
+        source.sql("ALTER TABLE dbo.orders ADD note nvarchar(20) NULL")
+        source.sql("INSERT INTO dbo.orders (id, name, qty, note) VALUES (50, N'n', 5, N'before')")
+        source.scan()
+        query.processAllAvailable()
+
+        source.sql(_V2)
+        start_v2 = Lsn(
+            source.sql(
+                "SELECT start_lsn FROM cdc.change_tables WHERE capture_instance = N'dbo_orders_v2'"
+            )[0]["start_lsn"]
+        )
+        source.sql("INSERT INTO dbo.orders (id, name, qty, note) VALUES (51, N'm', 6, N'after')")
+        source.sql("UPDATE dbo.orders SET note = N'changed' WHERE id = 51")
+        source.scan()
+        query.processAllAvailable()
+
+        old_history = [r for r in source.changes("dbo_orders") if Lsn.parse(r[0]) < start_v2]
+        source.sql(_DISABLE_OLD)
+        source.sql("INSERT INTO dbo.orders (id, name, qty, note) VALUES (52, N'k', 7, N'last')")
+        source.sql("DELETE FROM dbo.orders WHERE id = 2")
+        source.scan()
+        query.processAllAvailable()
+        assert query.isActive
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert parked_tables(spark, name="db", facts_table=db.facts) == {}
+    assert bronze_changes(spark, db.bronze("dbo_orders")) == old_history + source.changes(
+        "dbo_orders_v2"
+    )
+    bronze = spark.read.format("delta").load(db.bronze("dbo_orders"))
+    notes = {r["id"]: r["note"] for r in bronze.where("_operation IN (2, 4)").collect()}
+    assert notes[51] == "changed"
+    assert notes[52] == "last"

@@ -35,14 +35,21 @@ def test_a_table_s_own_failures_park_it_and_the_connection_s_fail_the_batch():
 
 
 class _Source:
-    """A fake server: low-water marks, and which names changed after each position."""
+    """A fake server: low-water marks, and which instance names changed after each position;
+    each listed name is its table's only instance unless ``siblings`` says otherwise."""
 
-    def __init__(self, low: dict[str, str], changed: dict[str, set[str]]) -> None:
+    def __init__(
+        self,
+        low: dict[str, str],
+        changed: dict[str, set[str]],
+        siblings: dict[str, tuple[str, ...]] | None = None,
+    ) -> None:
         self.low, self.changes = low, changed
+        self.siblings = siblings or {}
         self.asked: list[tuple[tuple[str, ...], str, str]] = []
 
-    def low_water(self) -> dict[str, str]:
-        return self.low
+    def tables(self) -> dict[str, tuple[str, tuple[str, ...]]]:
+        return {n: (low, self.siblings.get(n, (n,))) for n, low in self.low.items()}
 
     def changed(self, names, after, upto):
         self.asked.append((tuple(names), after, upto))
@@ -107,6 +114,23 @@ def test_a_failing_probe_is_asked_again_table_by_table_and_parks_only_the_failin
     assert source.asked[0][0] == ("a", "b", "c")  # one statement first, then one each
 
 
+def test_a_table_between_two_instances_is_read_when_either_changed():
+    """``dbo_t`` has a newer instance ``dbo_t_v2`` (the DBA's switch): the probe asks about both,
+    and a change in the newer one alone reads the table (its read follows the switch)."""
+    source = _Source(
+        {"dbo_t": L1, "dbo_u": L1},
+        {L2: {"dbo_t_v2"}},
+        siblings={"dbo_t": ("dbo_t", "dbo_t_v2")},
+    )
+    sink = _sink(["dbo_t", "dbo_u"], source)
+    states = [sink._state(t, None) for t in sink.tables]
+    for state in states:
+        state.position = L2
+    chosen = sink._to_read(_Ledger(), states, 3, _Batch(upto=L4))
+    assert [s.table.capture_instance for s in chosen] == ["dbo_t"]
+    assert source.asked == [(("dbo_t", "dbo_t_v2", "dbo_u"), L2, L4)]
+
+
 def test_a_table_already_at_the_batch_end_is_not_asked_about():
     source = _Source({"a": L1}, {})
     sink = _sink(["a"], source)
@@ -119,7 +143,13 @@ def test_a_table_already_at_the_batch_end_is_not_asked_about():
 def test_membership_rows_and_commits_keep_their_spelling():
     row = member_row("sales-db", 7, 42, joined=True, lsn=L1)
     assert (row.batch_id, row.kind, row.lsn) == (42, "database_joined", L1)
-    assert json.loads(row.detail or "") == {"database_app_id": "sales-db", "database_batch": 7}
+    assert json.loads(row.detail or "") == {
+        "database_app_id": "sales-db",
+        "database_batch": 7,
+        "start_lsn": None,
+    }
+    started = member_row("sales-db", 7, 42, joined=True, lsn=L2, start=L1)
+    assert json.loads(started.detail or "")["start_lsn"] == L1
     assert member_row("sales-db", 9, 50, joined=False, lsn=None).kind == "database_left"
     assert ids.database_members("sales-db", 7) == ids.Txn("sales-db#members", 7)
     # never a sink's own <sink>#facts, whatever the names

@@ -323,6 +323,23 @@ def test_a_table_asked_for_again_while_it_waits_is_computed_once():
     assert list(warmer.done) == [("/data/a", True), ("/data/b", True), ("/data/a", True)]
 
 
+def test_a_table_asked_for_first_is_computed_ahead_of_those_waiting():
+    from mssql_cdc.sink.tables import table_ref
+
+    held = _Held()
+    warmer = _warmer(held)
+    a, b, c, facts = (table_ref(f"/data/{n}", "target") for n in ("a", "b", "c", "facts"))
+    warmer.request(_Session(), a)
+    assert held.started.wait(30)  # a is being computed: b and c wait
+    warmer.request(_Session(), b)
+    warmer.request(_Session(), c)
+    warmer.request(_Session(), facts, first=True)
+    warmer.request(_Session(), c, first=True)  # c moves to the front too, once
+    held.release.set()
+    assert warmer.wait_idle(30)
+    assert held.asked == ["/data/a", "/data/c", "/data/facts", "/data/b"]
+
+
 def test_the_jobs_run_in_the_asking_threads_job_group_with_its_session_active():
     from mssql_cdc.sink.tables import table_ref
     from mssql_cdc.sink.warmup import JOB_GROUP

@@ -9,13 +9,14 @@ Importing it does not import PySpark (ADR 0004); Spark is used when ``to_delta``
 from __future__ import annotations
 
 from mssql_cdc.pipeline.cdc_stream import CdcStream, stream
-from mssql_cdc.pipeline.database import leave_database, start_database
+from mssql_cdc.pipeline.database import leave_database, parked_tables, start_database
 from mssql_cdc.pipeline.fanout import await_all, start_many, stop_all
 
 __all__ = [
     "CdcStream",
     "await_all",
     "leave_database",
+    "parked_tables",
     "start_database",
     "start_many",
     "stop_all",

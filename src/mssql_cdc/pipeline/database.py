@@ -25,9 +25,13 @@ from mssql_cdc.sink import (
     DatabaseSettings,
     DatabaseSink,
     DatabaseTable,
+    ParkedTable,
     TableRef,
     ensure_facts_table,
+    failure_text,
+    parkable,
     sink_arguments,
+    table_ref,
     warm_state_for,
 )
 from mssql_cdc.source import ServerReads, register
@@ -38,7 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-__all__ = ["leave_database", "start_database"]
+__all__ = ["leave_database", "parked_tables", "start_database"]
 
 log = logging.getLogger("mssql_cdc.pipeline")
 
@@ -79,7 +83,11 @@ def start_database(
         **settings: ``trigger`` (as ``to_delta``'s; default Spark's), ``heartbeat_seconds``
             (default 300: how often an idle table gets a 0-row facts row), ``parallel``
             (default 4: how many changed tables are written at once, on driver threads;
-            classic Spark only).
+            classic Spark only), ``bootstrap`` (default False: each table new to the stream
+            first takes the snapshot its ``to_delta(bootstrap=True)`` would, one table after
+            the other, before the query starts) and ``snapshot`` (``"full"``, the default, or
+            ``"chunked"``: as ``to_delta``'s; a chunked snapshot's chunks are each table's
+            ``backfill()``).
 
     Returns:
         The started query.
@@ -91,7 +99,7 @@ def start_database(
             unknown setting, a bad option; an instance SQL Server does not list, or two
             instances of one table (checked with one catalog query before the start).
     """
-    trigger, heartbeat, parallel = _settings(settings)
+    trigger, heartbeat, parallel, boot = _settings(settings)
     tables = _instances(capture_instances)
     location = checkpoint if isinstance(checkpoint, str) else _path(checkpoint)
     if PLACEHOLDER in location:
@@ -115,6 +123,11 @@ def start_database(
             )
         one = table_options(shared, move_password(overrides), ci)
         warn_unknown(parse_options(one))
+        if boot is not None and any(k.lower() == "startinglsn" for k in one):
+            raise ValueError(
+                f"capture_instances[{ci!r}]: bootstrap=True sets startingLsn itself (to the "
+                "snapshot's LSN): remove the startingLsn option, or pass bootstrap=False"
+            )
         per_table[ci] = one
         one_target = expand_template("target", target, ci)
         one_app = expand_template("app_id", app_id, ci)
@@ -128,19 +141,22 @@ def start_database(
         members.append(DatabaseTable(ci, target_ref, one_app))
     assert facts_ref is not None
 
-    reads = ServerReads(per_table)
+    checks = ServerReads(per_table)
     try:
-        reads.check_instances(list(tables))
+        checks.check_instances(list(tables))
     finally:
-        reads.close()
+        checks.close()
     register(spark)
     _check_session(spark, name, members, facts_ref)
     ensure_facts_table(spark, facts_ref)
+    if boot is not None:
+        _bootstrap(spark, name, members, per_table, facts_ref, chunked=boot == "chunked")
+        _record_parked(spark, name, members, facts_ref)
     sink = DatabaseSink(
         name,
         members,
         facts_ref,
-        reads,
+        ServerReads(per_table),
         location,
         settings=DatabaseSettings(heartbeat, warm_state_for(trigger), parallel),
     )
@@ -222,6 +238,21 @@ def leave_database(
     return batch_id
 
 
+def parked_tables(spark: SparkSession, *, name: str, facts_table: str) -> dict[str, str]:
+    """The tables the database stream ``name`` parked and has not written since (what
+    ``await_all`` returns for ``start_many``'s failed queries): each table's error, by capture
+    instance. A table is no longer in it once a later run wrote it (a micro-batch or heartbeat
+    row) or it left the stream. Reads the facts table (one aggregation), while the stream runs
+    or after, on classic Spark and Spark Connect alike.
+
+    Raises:
+        ValueError: a bad ``facts_table`` name.
+    """
+    facts = table_ref(facts_table, "facts_table")
+    parked = DatabaseLedger(spark, facts, name, set()).parked().values()
+    return {p.capture_instance: p.error for p in sorted(parked, key=lambda p: p.capture_instance)}
+
+
 def _check_session(
     spark: SparkSession, name: str, members: Sequence[DatabaseTable], facts: TableRef
 ) -> None:
@@ -249,19 +280,98 @@ def _check_session(
         )
 
 
-def _settings(settings: Mapping[str, object]) -> tuple[dict[str, object] | None, float, int]:
-    """``start_database``'s keyword settings checked: the trigger, ``heartbeat_seconds``,
-    ``parallel``.
+def _bootstrap(
+    spark: SparkSession,
+    name: str,
+    members: Sequence[DatabaseTable],
+    per_table: dict[str, dict[str, str]],
+    facts: TableRef,
+    *,
+    chunked: bool,
+) -> None:
+    """The bootstrap of each table new to the stream (neither a member nor with a micro-batch
+    row of its own: a table moving in from a single stream keeps its position), one after the
+    other on the driver, as its ``to_delta(bootstrap=True)`` would take it (or find it, after
+    a crash before the table joined): its ``startingLsn`` becomes the snapshot's LSN, where it
+    joins. A table whose bootstrap fails for a reason of its own (``parkable``) is parked for
+    the run (``_record_parked`` writes its ``table_parked`` row), the others go on.
 
     Raises:
-        TypeError: an unknown keyword.
+        Exception: a failure that is not a table's own (the connection, Spark): nothing has
+            started.
+    """
+    from mssql_cdc.options import parse_options as parse
+    from mssql_cdc.pipeline.start import take_bootstrap
+    from mssql_cdc.sink import Ledger, StreamTables
+    from mssql_cdc.snapshots.reader import TableReader
+
+    ledger = DatabaseLedger(spark, facts, name, set())
+    joined = {sid for sid, m in ledger.members().items() if m.joined}
+    streamed = ledger.last_batches([m.app_id for m in members])
+    todo = [m for m in members if m.app_id not in joined and m.app_id not in streamed]
+    for i, member in enumerate(todo, 1):
+        ci = member.capture_instance
+        log.info("%s: bootstrap %d of %d: %s -> %s", name, i, len(todo), ci, member.target.text)
+        options = per_table[ci]
+        table_ledger = Ledger(StreamTables(spark, member.target, facts), member.app_id)
+        try:
+            table_ledger.check_facts_not_target()  # before the bootstrap writes anything
+            table_ledger.check_one_target()
+            reader = TableReader(spark, options, parse(options))
+            options["startingLsn"] = take_bootstrap(reader, table_ledger, chunked=chunked)
+        except Exception as exc:
+            if not parkable(exc):
+                raise
+            member.parked = f"its bootstrap failed: {failure_text(exc)}"
+            log.error(
+                "%s: parked %s (%s): %s; the other tables go on, the next run tries it again",
+                name,
+                ci,
+                member.app_id,
+                member.parked,
+            )
+
+
+def _record_parked(
+    spark: SparkSession, name: str, members: Sequence[DatabaseTable], facts: TableRef
+) -> None:
+    """The ``table_parked`` rows of the tables whose bootstrap failed, written before the query
+    starts: a run in which no batch runs shows them too."""
+    failed = {
+        m.app_id: ParkedTable(m.capture_instance, m.target.text, m.parked)
+        for m in members
+        if m.parked is not None
+    }
+    DatabaseLedger(spark, facts, name, set()).record_parked(failed)
+
+
+def _settings(
+    settings: Mapping[str, object],
+) -> tuple[dict[str, object] | None, float, int, str | None]:
+    """``start_database``'s keyword settings checked: the trigger, ``heartbeat_seconds``,
+    ``parallel``, and the bootstrap (``None``: none; else ``snapshot``, ``"full"`` or
+    ``"chunked"``).
+
+    Raises:
+        TypeError: an unknown keyword, a ``bootstrap`` that is not a bool.
         ValueError: a bad value, naming the setting.
     """
-    unknown = set(settings) - {"trigger", "heartbeat_seconds", "parallel"}
+    unknown = set(settings) - {"trigger", "heartbeat_seconds", "parallel", "bootstrap", "snapshot"}
     if unknown:
         raise TypeError(
             f"start_database got unexpected keyword argument(s) {sorted(unknown)}; "
-            "it takes trigger, heartbeat_seconds and parallel"
+            "it takes trigger, heartbeat_seconds, parallel, bootstrap and snapshot"
+        )
+    bootstrap = settings.get("bootstrap", False)
+    if not isinstance(bootstrap, bool):
+        raise TypeError(f"bootstrap must be True or False, got {type(bootstrap).__name__}")
+    snapshot = settings.get("snapshot", "full")
+    if snapshot not in ("full", "chunked"):
+        raise ValueError(f"snapshot must be 'full' or 'chunked', got {snapshot!r}")
+    if "snapshot" in settings and not bootstrap:
+        raise ValueError(
+            "snapshot is how the bootstrap reads the tables: it needs bootstrap=True (a "
+            "database stream takes no re-snapshot)"
         )
     trigger = check_trigger(settings.get("trigger"))
     heartbeat = settings.get("heartbeat_seconds", 300.0)
@@ -270,7 +380,7 @@ def _settings(settings: Mapping[str, object]) -> tuple[dict[str, object] | None,
     parallel = settings.get("parallel", 4)
     if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
         raise ValueError(f"parallel must be a whole number of tables >= 1, got {parallel!r}")
-    return trigger, float(heartbeat), parallel
+    return trigger, float(heartbeat), parallel, str(snapshot) if bootstrap else None
 
 
 def _path(value: object) -> str:

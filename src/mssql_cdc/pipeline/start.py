@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from mssql_cdc.options import ReaderOptions
     from mssql_cdc.pipeline.start_plan import StartPlan
 
-__all__ = ["StreamStart", "check_name_free"]
+__all__ = ["StreamStart", "check_name_free", "take_bootstrap"]
 
 log = logging.getLogger("mssql_cdc.pipeline")
 
@@ -61,6 +61,31 @@ def check_name_free(spark: SparkSession, name: str) -> None:
             f"query_name {name!r}: a streaming query of that name is already active in this "
             "session; stop it first, or give another query_name (default: app_id)"
         )
+
+
+def take_bootstrap(reader: TableReader, ledger: Ledger, *, chunked: bool) -> str:
+    """The LSN a bootstrapping stream of ``ledger``'s sink id starts after: its chunked
+    snapshot opened or found (``chunked``, with a facts table), or its full snapshot taken or
+    found. Runs on the driver; a full snapshot that read the table checks the one-target rule
+    once more (reading it may have taken hours since the stream's own check, and its first
+    batch does not check again: ADR 0179).
+
+    Raises:
+        ValueError, PermissionError, DataLossError, SqlServerError: from the snapshot (an
+            open chunked snapshot refused by a full one, no key to cut by, the source's errors
+            after retries) and the one-target rule.
+    """
+    from mssql_cdc.snapshots.chunked import open_chunked, refuse_open_chunked
+
+    if chunked and ledger.tables.facts is not None:
+        return open_chunked(reader, ledger)
+    from mssql_cdc.snapshots.bootstrap import bootstrap
+
+    refuse_open_chunked(ledger, "to_delta(bootstrap=True, snapshot='full')")
+    done = bootstrap(reader, ledger)
+    if done.taken and ledger.tables.facts is not None:
+        ledger.check_one_target()
+    return done.snapshot_lsn
 
 
 class StreamStart:
@@ -149,22 +174,9 @@ class StreamStart:
         return metrics, SwitchSnapshotSink(sink, self.options, self.parsed)
 
     def _bootstrap(self) -> str:
-        """The LSN a bootstrapping stream starts after: a chunked snapshot opened (or found),
-        or a full one taken (or found)."""
-        from mssql_cdc.snapshots.chunked import open_chunked, refuse_open_chunked
-
+        """The LSN a bootstrapping stream starts after (``take_bootstrap``)."""
         reader = TableReader(self.spark, self.options, self.parsed)
-        if self.plan.chunked and self.plan.facts is not None:
-            return open_chunked(reader, self.ledger)
-        from mssql_cdc.snapshots.bootstrap import bootstrap
-
-        refuse_open_chunked(self.ledger, "to_delta(bootstrap=True, snapshot='full')")
-        done = bootstrap(reader, self.ledger)
-        if done.taken and self.plan.facts is not None:
-            # reading the table may have taken hours since to_delta's check, and the sink's
-            # first batch does not check again (ADR 0179): check once more before the query
-            self.ledger.check_one_target()
-        return done.snapshot_lsn
+        return take_bootstrap(reader, self.ledger, chunked=self.plan.chunked)
 
     def _start(
         self,

@@ -31,6 +31,8 @@ from mssql_cdc.sink.database_sink import (
     DatabaseSink,
     DatabaseSource,
     DatabaseTable,
+    failure_text,
+    parkable,
 )
 from mssql_cdc.sink.delta import DeltaSink, WarmState, delta_sink, warm_state_for
 from mssql_cdc.sink.facts import (
@@ -58,6 +60,7 @@ from mssql_cdc.sink.ledger import (
     GenerationState,
     LastBatch,
     Ledger,
+    ParkedTable,
     Recovering,
     SnapshotCommit,
     SnapshotEvents,
@@ -103,6 +106,7 @@ __all__ = [
     "Generations",
     "LastBatch",
     "Ledger",
+    "ParkedTable",
     "Recovering",
     "Resnapshotted",
     "SilverPosition",
@@ -128,10 +132,12 @@ __all__ = [
     "ensure_control_table",
     "ensure_facts_table",
     "facts_history",
+    "failure_text",
     "is_conflict",
     "merge_silver_position",
     "merge_verdict",
     "missing_facts_columns",
+    "parkable",
     "parse_utc",
     "quote",
     "read_silver_position",

@@ -45,26 +45,39 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from mssql_cdc.errors import DataLossError, SchemaChangedError, SqlServerError, find_error
-from mssql_cdc.sink.delta import DeltaSink
+from mssql_cdc.sink.delta import WARM_BETWEEN_BATCHES, WARM_WITHIN_BATCH, DeltaSink, warm_mode
 from mssql_cdc.sink.facts import (
     BatchCounts,
     BatchRow,
-    EventRow,
     FactRow,
     FoldedMetrics,
     parse_utc,
     utc_now,
 )
-from mssql_cdc.sink.ledger import DatabaseLedger, Member, TableBatch, TableRow, member_row
+from mssql_cdc.sink.ledger import (
+    DatabaseLedger,
+    Member,
+    TableBatch,
+    TableRow,
+    member_row,
+    parked_row,
+)
 from mssql_cdc.sink.tables import TableRef, table_ref
-from mssql_cdc.sink.warmup import run_each
+from mssql_cdc.sink.warmup import WARMER, run_each
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-__all__ = ["DatabaseSettings", "DatabaseSink", "DatabaseSource", "DatabaseTable", "parkable"]
+__all__ = [
+    "DatabaseSettings",
+    "DatabaseSink",
+    "DatabaseSource",
+    "DatabaseTable",
+    "failure_text",
+    "parkable",
+]
 
 log = logging.getLogger("mssql_cdc.sink")
 
@@ -94,15 +107,25 @@ def parkable(exc: BaseException) -> bool:
     return found is not None and issubclass(found.cls, _TABLE_ERRORS)
 
 
+def failure_text(exc: BaseException) -> str:
+    """A table's failure as a facts row and a log line carry it: the error of ours or SQL
+    Server's found in ``exc`` (as raised, or wrapped by Spark, whose own text is a trace),
+    else the exception's type and text."""
+    found = find_error(exc)
+    return str(found) if found is not None else f"{type(exc).__name__}: {exc}"
+
+
 class DatabaseSource(Protocol):
     """What the database sink asks SQL Server and Spark's readers (``pipeline.database`` builds
     it): runs where the sink runs."""
 
-    def low_water(self) -> Mapping[str, str]:
-        """Each readable capture instance's ``start_lsn`` (its low-water mark), by name."""
+    def tables(self) -> Mapping[str, tuple[str, tuple[str, ...]]]:
+        """Each listed capture instance's table as its read resolves it now: its low-water
+        mark and the names of all its instances (a table between two instances has both), by
+        the listed name; a name that resolves to none is left out."""
 
     def changed(self, names: Sequence[str], after: str, upto: str) -> set[str]:
-        """The names among ``names`` with changes in ``(after, upto]``."""
+        """The instance names among ``names`` with changes in ``(after, upto]``."""
 
     def read(
         self, spark: SparkSession, capture_instance: str, after: str | None, upto: str
@@ -124,6 +147,9 @@ class DatabaseTable:
     capture_instance: str
     target: TableRef
     app_id: str
+    #: why the table is left out of this run before it starts (its bootstrap failed; its
+    #: ``table_parked`` row was written then, not by the sink)
+    parked: str | None = None
 
 
 @dataclass(frozen=True)
@@ -247,11 +273,15 @@ class DatabaseSink:
             )
         upto = end["lsn"]
         done = _Batch()
+        first = self._states is None
         if self._states is None:
             if self._decided(ledger, batch_id):
                 return
             self._states = self._load(ledger, batch_id, upto)
-            done.parked += [s for s in self._states.values() if s.parked is not None]
+            # (a table whose bootstrap failed had its row written before the query started)
+            done.parked += [
+                s for s in self._states.values() if s.parked is not None and s.table.parked is None
+            ]
         todo = [
             s for s in self._states.values() if s.parked is None and s.version(batch_id) > s.last
         ]
@@ -259,6 +289,10 @@ class DatabaseSink:
         found_at = time.monotonic()
         chosen = self._to_read(ledger, todo, batch_id, done)
         done.find_ms = round((time.monotonic() - found_at) * 1000)
+        mode = warm_mode(self.settings.warm_state)
+        if mode == WARM_WITHIN_BATCH and chosen:
+            # the facts table's state for the batch's facts commit, beside the tables' writes
+            WARMER.request(spark, self.facts)
         written = self._write_tables(spark, chosen, batch_id, end, done)
         beats = self._heartbeats(todo, batch_id, end, (started_at, clock), done)
         rows = [row for _, batch_rows in written for row in batch_rows]
@@ -266,14 +300,29 @@ class DatabaseSink:
             TableRow(
                 s.table.app_id,
                 s.table.target.text,
-                EventRow(s.version(batch_id), "table_parked", upto, None, None, None, s.parked),
+                parked_row(
+                    self.app_id,
+                    batch_id,
+                    s.version(batch_id),
+                    upto,
+                    (s.table.capture_instance, s.parked or ""),
+                ),
             )
             for s in done.parked
         ]
         if rows:
             committing = time.monotonic()
-            ledger.record_facts(rows, batch_id, utc_now())
+            if mode == WARM_WITHIN_BATCH:
+                WARMER.withdraw(spark, self.facts)  # begun: finished; else the commit's own
+            # only a run's first batch can meet a commit of its batch id that landed before it
+            # (``_decided`` read it); later ones are this run's own (the checkpoint is Spark's
+            # to one query at a time)
+            ledger.record_facts(rows, batch_id, utc_now(), verify=first)
             done.facts_ms = round((time.monotonic() - committing) * 1000)
+            if mode == WARM_BETWEEN_BATCHES:
+                # the version just written is the next batch's facts commit's: computed while
+                # the query waits for its next trigger, ahead of the tables' bronze states
+                WARMER.request(spark, self.facts, first=True)
         now = utc_now()
         for state, _ in written:  # recorded: the batch is done for these tables
             state.position, state.last, state.ours, state.written_at = (
@@ -354,19 +403,29 @@ class DatabaseSink:
         for table in self.tables:
             state = self._state(table, last.get(table.app_id))
             member = members.get(table.app_id)
-            start_at = upto
+            if table.parked is not None:  # a table new to the stream: nothing of it to hold
+                state.parked = table.parked
+                states[table.capture_instance] = state
+                continue
+            ci = table.capture_instance
             if member is not None and member.joined:
                 state.offset = member.version - member.database_batch
-                start_at = member.lsn or upto  # a new table's `latest` is where it joined
+                if state.last < 0:  # joined, no micro-batch row yet: where its join said
+                    state.position = (
+                        member.start
+                        if member.start_recorded
+                        else self.source.start(ci, member.lsn or upto)
+                    )
             else:
+                if state.last < 0:  # its startingLsn (or bootstrap snapshot), recorded
+                    state.position = self.source.start(ci, upto)
                 self._join(ledger, state, batch_id, upto, rows)
                 if state.parked is None:
                     joining.append(state)
-            if state.position is None and state.last < 0:
-                state.position = self.source.start(table.capture_instance, start_at)
-            states[table.capture_instance] = state
+            states[ci] = state
         for sink_id in leaving:
             rows.append(self._leave(ledger, sink_id, members[sink_id], last.get(sink_id), batch_id))
+        self._after_parking(ledger, states, members, batch_id, rows)
         if rows:
             self._record_members(ledger, batch_id, rows, joining)
         for state in states.values():
@@ -387,6 +446,30 @@ class DatabaseSink:
         )
         return states
 
+    def _after_parking(
+        self,
+        ledger: DatabaseLedger,
+        states: Mapping[str, _State],
+        members: Mapping[str, Member],
+        batch_id: int,
+        rows: list[TableRow],
+    ) -> None:
+        """The tables an earlier run parked (``parked_tables`` lists them until a row of
+        theirs is newer): one listed again gets a row in its first batch (a heartbeat, if
+        idle), and one never joined and no longer listed gets a ``database_left`` row in
+        ``rows``."""
+        parked = ledger.parked()
+        if not parked:
+            return
+        listed = {s.table.app_id: s for s in states.values()}
+        for sink_id, table in parked.items():
+            state = listed.get(sink_id)
+            if state is not None:
+                state.written_at = None
+            elif not (sink_id in members and members[sink_id].joined):  # a member's: above
+                row = member_row(self.app_id, batch_id, -1, joined=False, lsn=None)
+                rows.append(TableRow(sink_id, table.target, row))
+
     def _join(
         self, ledger: DatabaseLedger, state: _State, batch_id: int, upto: str, rows: list[TableRow]
     ) -> None:
@@ -405,7 +488,9 @@ class DatabaseSink:
             )
             return
         state.offset = recorded + 1 - batch_id
-        row = member_row(self.app_id, batch_id, recorded + 1, joined=True, lsn=upto)
+        row = member_row(
+            self.app_id, batch_id, recorded + 1, joined=True, lsn=upto, start=state.position
+        )
         rows.append(TableRow(table.app_id, table.target.text, row))
 
     def _leave(
@@ -453,10 +538,13 @@ class DatabaseSink:
                     "of a batch whose membership commit landed without it); it joins on the "
                     "stream's next run"
                 )
-            elif member.version - member.database_batch == state.offset:
-                state.ours = True  # a new batch id above all it recorded: no rewind check
             else:
-                state.offset = member.version - member.database_batch
+                if member.version - member.database_batch == state.offset:
+                    state.ours = True  # a new batch id above all it recorded: no rewind check
+                else:
+                    state.offset = member.version - member.database_batch
+                if state.last < 0 and member.start_recorded:
+                    state.position = member.start  # the recorded join's start wins
 
     def _check_identity(
         self, ledger: DatabaseLedger, states: Mapping[str, _State], batch_id: int
@@ -506,27 +594,30 @@ class DatabaseSink:
         self, ledger: DatabaseLedger, todo: Sequence[_State], batch_id: int, done: _Batch
     ) -> list[_State]:
         """The tables of the batch to read, in the order given: new ones, those below their
-        instance's low-water mark, those with changes in ``(position, upto]``; a table whose
-        instance is gone, or whose change table the probe may not read, is parked."""
+        table's low-water mark, those with changes in ``(position, upto]`` in any instance of
+        their table (the listed one, and a newer one it switches to); a table whose instance
+        is gone, or whose change tables the probe may not read, is parked."""
         if not todo:
             return []
         upto = done.upto
-        low = self.source.low_water()
+        tables = self.source.tables()
         chosen: set[str] = set()
-        by_position: dict[str, list[_State]] = {}
+        by_position: dict[str, list[tuple[_State, tuple[str, ...]]]] = {}
         for state in todo:
             ci = state.table.capture_instance
-            if ci not in low:
+            if ci not in tables:
                 reason = (
                     f"capture instance {ci!r} does not exist or the login may not read it "
-                    "(sys.sp_cdc_help_change_data_capture does not list it)"
+                    "(sys.sp_cdc_help_change_data_capture does not list it, nor a newer "
+                    "instance of its table under its default name)"
                 )
                 self._park(ledger, state, batch_id, reason, done)
                 continue
-            if state.position is None or low[ci] > state.position:
+            low, names = tables[ci]
+            if state.position is None or low > state.position:
                 chosen.add(ci)
             elif state.position < upto:
-                by_position.setdefault(state.position, []).append(state)
+                by_position.setdefault(state.position, []).append((state, names))
         for after, states in by_position.items():
             chosen |= self._changed(ledger, states, (after, upto), batch_id, done)
         return [s for s in todo if s.table.capture_instance in chosen and s.parked is None]
@@ -534,27 +625,29 @@ class DatabaseSink:
     def _changed(
         self,
         ledger: DatabaseLedger,
-        states: Sequence[_State],
+        states: Sequence[tuple[_State, tuple[str, ...]]],
         bounds: tuple[str, str],
         batch_id: int,
         done: _Batch,
     ) -> set[str]:
-        """The instances of ``states`` with changes in ``bounds`` (one statement for all); when
-        that statement fails for a table's own reason (a change table dropped or no longer
-        readable), each is asked alone and the failing ones are parked."""
-        names = [s.table.capture_instance for s in states]
+        """The listed instances of ``states`` (each with its table's instance names) whose
+        table has changes in ``bounds``, asked in one statement for all; when that statement
+        fails for a table's own reason (a change table dropped or no longer readable), each
+        table is asked alone and the failing ones are parked."""
+        names = [n for _, of in states for n in of]
         try:
-            return self.source.changed(names, *bounds)
+            found = self.source.changed(names, *bounds)
         except Exception as exc:
             if not parkable(exc):
                 raise
             if len(states) == 1:
-                self._park(ledger, states[0], batch_id, str(exc), done)
+                self._park(ledger, states[0][0], batch_id, failure_text(exc), done)
                 return set()
-        found: set[str] = set()
-        for state in states:
-            found |= self._changed(ledger, [state], bounds, batch_id, done)
-        return found
+            out: set[str] = set()
+            for one in states:
+                out |= self._changed(ledger, [one], bounds, batch_id, done)
+            return out
+        return {s.table.capture_instance for s, of in states if found.intersection(of)}
 
     # -- one table's batch ----------------------------------------------------------------------
 
@@ -599,21 +692,35 @@ class DatabaseSink:
         upto = end["lsn"]
         facts: list[FactRow] = []
         try:
-            began = time.monotonic()
+            began, started_at = time.monotonic(), utc_now()
             read = self.source.read(spark, ci, state.position, upto)
-            rows = (
-                spark.createDataFrame(read[1], schema=read[0]) if isinstance(read, tuple) else read
-            )
             planned = time.monotonic()
-            state.sink.write_table_batch(rows, version, end, checked=state.ours, facts_rows=facts)
+            if isinstance(read, tuple) and read[1].num_rows == 0 and (state.ours or state.last < 0):
+                # nothing to append (a new table whose change table is empty, a range whose
+                # changes were not the read's): its facts row alone, no Spark job
+                state.sink.record_empty_batch(version, end, facts, started_at)
+            else:
+                rows = (
+                    spark.createDataFrame(read[1], schema=read[0])
+                    if isinstance(read, tuple)
+                    else read
+                )
+                # bronze's state is computed ahead for a table written in consecutive batches
+                # (a busy one), not for every table that changed once
+                state.sink.write_table_batch(
+                    rows,
+                    version,
+                    end,
+                    checked=state.ours,
+                    facts_rows=facts,
+                    warm=state.last == version - 1,
+                )
             finished = time.monotonic()
         except Exception as exc:
             if not parkable(exc) or self._bronze_landed(spark, state, version):
                 raise
-            found = find_error(exc)
-            why = str(found) if found is not None else f"{type(exc).__name__}: {exc}"
             ledger = DatabaseLedger(spark, self.facts, self.app_id, self._seen)
-            self._park(ledger, state, batch_id, why, done)
+            self._park(ledger, state, batch_id, failure_text(exc), done)
             return None
         with self._lock:
             done.plan_ms += round((planned - began) * 1000)

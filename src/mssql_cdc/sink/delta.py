@@ -252,6 +252,10 @@ class DeltaSink:
         self._warm_state = warm_mode(warm_state)
         #: where a database stream's batch wants its facts rows (not committed here)
         self._deferred: list[FactRow] | None = None
+        #: a database stream's table whose bronze state is not worth computing ahead (it was
+        #: idle before this batch: its next commit may be far off, and the one warming thread
+        #: is the busy tables')
+        self._cold = False
 
     def __repr__(self) -> str:
         return (
@@ -274,6 +278,7 @@ class DeltaSink:
         *,
         checked: bool,
         facts_rows: list[FactRow],
+        warm: bool = True,
     ) -> None:
         """One micro-batch of a table of a database stream (``sink.database_sink``): the steps
         of the module doc, with the batch's end given (the database stream's offset, not this
@@ -281,16 +286,34 @@ class DeltaSink:
         committed (the database stream commits every table's rows of a batch in one commit).
         ``checked``: the table's newest micro-batch was committed by this run (the rewind rule
         need not read the tables: batch ids of a table in a database stream skip the batches
-        it was idle in); else the rule reads them, as on a run's first batch."""
+        it was idle in); else the rule reads them, as on a run's first batch. ``warm``: have
+        bronze's state computed ahead of the table's next commit (its warm_state), for a table
+        written in the database batch before this one too."""
         if checked:
             self._expected = batch_id
         beside: list[threading.Thread] = []
-        self._deferred = facts_rows
+        self._deferred, self._cold = facts_rows, not warm
         try:
             self._batch(df, int(batch_id), beside, end)
         finally:
-            self._deferred = None
+            self._deferred, self._cold = None, False
             _join(beside)
+
+    def record_empty_batch(
+        self, batch_id: int, end: dict[str, str], facts_rows: list[FactRow], started_at: datetime
+    ) -> None:
+        """A micro-batch of a table of a database stream that holds no rows, known without
+        Spark (its range read on the driver came back empty): its facts row (0 rows, ending at
+        ``end``) handed back in ``facts_rows``, and no bronze commit, as for an empty batch to
+        a target that does not exist yet; the facts row decides its replay (rewind rule: a
+        target behind the facts is a batch of no rows). Only for a batch whose history needs
+        no check: the table's newest micro-batch was this run's, or it has none."""
+        counts = BatchCounts(rows=0)
+        duration_ms = round((utc_now() - started_at).total_seconds() * 1000)
+        facts_rows.append(
+            BatchRow(batch_id, counts, self._fold(counts, end), started_at, duration_ms)
+        )
+        self._expected = batch_id + 1
 
     def _batch(
         self,
@@ -361,7 +384,8 @@ class DeltaSink:
                     started_at=started_at,
                     duration_ms=duration_ms,
                 )
-                committed.append(self.facts)
+                if self._deferred is None:  # else the database stream's commit, later
+                    committed.append(self.facts)
                 steps.lap("facts")
         self._warm(spark, committed)
         if self.metrics is not None:
@@ -427,7 +451,7 @@ class DeltaSink:
         """Has the states of the tables this batch committed to computed for the next batch's
         commits, in the background, once this batch's commits are done: a computation beside
         the facts commit slowed it more than it gained (``between_batches``, ADR 0177)."""
-        if self._warm_state == WARM_BETWEEN_BATCHES:
+        if self._warm_state == WARM_BETWEEN_BATCHES and not self._cold:
             for table in tables:
                 WARMER.request(spark, table)
 
@@ -450,7 +474,9 @@ class DeltaSink:
         nothing runs beside the batch's own jobs. The thread started goes into ``beside``:
         joined before the facts commit, and when the batch fails before it."""
         facts = self.facts
-        if facts is None or self._warm_state is None:
+        if facts is None or self._warm_state is None or self._deferred is not None:
+            # a database stream's table: the stream's one facts commit has its state warmed
+            # by the stream (``sink.database_sink``), not by each table's write
             return
         if facts in self._existing:
             self._warm_facts_ahead(spark)

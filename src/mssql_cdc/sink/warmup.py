@@ -140,8 +140,10 @@ class StateWarmer:
         #: JVM classes, or it failed), newest last
         self.done: deque[tuple[str, bool]] = deque(maxlen=64)
 
-    def request(self, spark: SparkSession, ref: TableRef) -> None:
+    def request(self, spark: SparkSession, ref: TableRef, *, first: bool = False) -> None:
         """Queues ``ref``'s state to be computed and returns at once (driver, after a commit).
+        ``first``: ahead of the tables already waiting (a table every next batch commits to,
+        such as a database stream's facts table, before tables that may not change again).
 
         Does nothing for a session without a JVM gateway (Spark Connect) or when PySpark does
         not pin threads (``PYSPARK_PIN_THREAD=false``)."""
@@ -149,7 +151,12 @@ class StateWarmer:
             return
         group = _local_property(spark, "spark.jobGroup.id")
         with self._cond:
-            self._pending[ref.text] = _Request(spark, ref, group)
+            asked = _Request(spark, ref, group)
+            if first:
+                others = {k: v for k, v in self._pending.items() if k != ref.text}
+                self._pending = {ref.text: asked, **others}
+            else:
+                self._pending[ref.text] = asked
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._run, name="mssql_cdc-delta-state", daemon=True

@@ -15,7 +15,13 @@ from mssql_cdc.source.client import CaptureInstance, CdcClient, permission_error
 from mssql_cdc.source.retry import with_retry
 from mssql_cdc.source.schema import Column, declared_columns, output_columns, union_columns
 
-__all__ = ["check_reachable", "find_instance", "infer_schema", "schema_capture_instances"]
+__all__ = [
+    "check_reachable",
+    "find_instance",
+    "infer_schema",
+    "schema_capture_instances",
+    "table_instances",
+]
 
 
 def _siblings(instances: list[CaptureInstance], table: tuple[str, str]) -> list[CaptureInstance]:
@@ -29,6 +35,20 @@ def _default_named(wanted: str, instances: list[CaptureInstance]) -> list[Captur
         if f"{i.source_schema}_{i.source_table}".lower() == wanted.lower():
             return _siblings(instances, (i.source_schema, i.source_table))
     return []
+
+
+def table_instances(wanted: str, instances: list[CaptureInstance]) -> list[CaptureInstance]:
+    """Every instance (oldest first) of the table a ``captureInstance`` of ``wanted`` reads, as
+    :func:`find_instance` resolves it: the instance of that exact name, else the one name that
+    matches ignoring case, else the table whose default name it is (its newest instance is
+    followed); empty when none matches or two match ignoring case (``find_instance`` says
+    which). One listing, no statement."""
+    exact = [i for i in instances if i.name == wanted]
+    folded = [i for i in instances if i.name.lower() == wanted.lower()]
+    chosen = exact[0] if exact else (folded[0] if len(folded) == 1 else None)
+    if chosen is not None:
+        return _siblings(instances, (chosen.source_schema, chosen.source_table))
+    return [] if folded else _default_named(wanted, instances)
 
 
 def find_instance(

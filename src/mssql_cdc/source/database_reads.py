@@ -14,7 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mssql_cdc._native import Lsn
+from mssql_cdc.errors import SchemaChangedError
 from mssql_cdc.options import parse_options
+from mssql_cdc.source.catalog import table_instances
 from mssql_cdc.source.client import CdcClient
 from mssql_cdc.source.retry import with_retry
 
@@ -71,11 +73,22 @@ class ServerReads:
     def _retry(self, what: str, call: Callable[[], T]) -> T:
         return with_retry(self.client, what, call)
 
-    def low_water(self) -> dict[str, str]:
-        """``sys.sp_cdc_help_change_data_capture``'s ``start_lsn`` of each instance the login
-        can read (one statement)."""
+    def tables(self) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """Each capture instance the stream lists, by that name: its table's low-water mark
+        (the oldest ``start_lsn`` of its instances, canonical text) and its instances' names,
+        oldest first, as a batch read of it resolves them (``catalog.table_instances``: the
+        name and its table's other instances, a disabled default name following the newest;
+        a table between two instances reads the older below the newer's start, the newer
+        from it); from one ``sys.sp_cdc_help_change_data_capture``. A name that resolves to
+        none is left out."""
         instances = self._retry("capture instances", self.client.capture_instances)
-        return {i.name: str(i.start_lsn) for i in instances}
+        out: dict[str, tuple[str, tuple[str, ...]]] = {}
+        for name in self.options:
+            found = table_instances(name, instances)
+            if found:
+                low = min(i.start_lsn for i in found)
+                out[name] = (str(low), tuple(i.name for i in found))
+        return out
 
     def changed(self, names: Sequence[str], after: str, upto: str) -> set[str]:
         """The instances among ``names`` with changes in ``(after, upto]`` (one statement per
@@ -103,9 +116,18 @@ class ServerReads:
         if self.local:
             from mssql_cdc.source import local_read  # noqa: PLC0415 (it imports PySpark)
 
-            found = local_read.read_locally(
-                parse_options(opts), self._schemas.get(capture_instance)
-            )
+            parsed = parse_options(opts)
+            known = self._schemas.get(capture_instance)
+            try:
+                found = local_read.read_locally(parsed, known)
+            except SchemaChangedError:
+                if known is None:
+                    raise
+                # the schema this run inferred cannot hold the range (a new capture instance
+                # with a new column, a type widened): inferred again, the union of the
+                # table's instances, as a restarted single stream's; bronze merges it
+                del self._schemas[capture_instance]
+                found = local_read.read_locally(parsed, None)
             if found is not None:
                 self._schemas[capture_instance] = found[0]
                 return found
@@ -122,17 +144,17 @@ class ServerReads:
         return str(Lsn.parse(given))
 
     def check_instances(self, names: Sequence[str]) -> None:
-        """Every name is an instance SQL Server lists for the login, and no two are instances of
-        one table (a table's switch to a new instance is followed by its single stream): one
-        catalog read.
+        """Every name resolves to a table's instances as a batch read of it would
+        (``catalog.table_instances``: listed by SQL Server for the login, or a disabled default
+        name whose table has a newer instance), and no two names read one table (each table
+        follows its own instance switches): one catalog read.
 
         Raises:
             ValueError: naming the instances.
         """
-        instances = {
-            i.name: i for i in self._retry("capture instances", self.client.capture_instances)
-        }
-        missing = [n for n in names if n not in instances]
+        instances = self._retry("capture instances", self.client.capture_instances)
+        found = {n: table_instances(n, instances) for n in names}
+        missing = [n for n, of in found.items() if not of]
         if missing:
             raise ValueError(
                 f"capture instance(s) {missing} are not listed by "
@@ -141,11 +163,12 @@ class ServerReads:
             )
         seen: dict[tuple[str, str], str] = {}
         for n in names:
-            key = (instances[n].source_schema, instances[n].source_table)
+            key = (found[n][0].source_schema, found[n][0].source_table)
             if key in seen:
                 raise ValueError(
                     f"capture instances {seen[key]!r} and {n!r} are both of table "
-                    f"{key[0]}.{key[1]}: give one (a database stream follows no instance switch)"
+                    f"{key[0]}.{key[1]}: give one (the stream reads a table's newer instance "
+                    "after the older itself)"
                 )
             seen[key] = n
 

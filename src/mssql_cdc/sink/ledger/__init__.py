@@ -9,7 +9,7 @@ PySpark.
 
 from __future__ import annotations
 
-from mssql_cdc.sink.ledger.database import DatabaseLedger, TableRow, member_row
+from mssql_cdc.sink.ledger.database import DatabaseLedger, TableRow, member_row, parked_row
 from mssql_cdc.sink.ledger.generations import (
     Generation,
     Generations,
@@ -18,7 +18,7 @@ from mssql_cdc.sink.ledger.generations import (
 )
 from mssql_cdc.sink.ledger.identity import sink_arguments
 from mssql_cdc.sink.ledger.ids import stream_of_sink
-from mssql_cdc.sink.ledger.landed import LastBatch, Member, TableBatch, WaveCommit
+from mssql_cdc.sink.ledger.landed import LastBatch, Member, ParkedTable, TableBatch, WaveCommit
 from mssql_cdc.sink.ledger.ledger import (
     BatchDecision,
     CommitKind,
@@ -51,6 +51,7 @@ __all__ = [
     "LastBatch",
     "Ledger",
     "Member",
+    "ParkedTable",
     "Recorded",
     "Recovering",
     "SnapshotCommit",
@@ -65,6 +66,7 @@ __all__ = [
     "WaveOvertakenError",
     "WaveRows",
     "member_row",
+    "parked_row",
     "sink_arguments",
     "stream_of_sink",
 ]

@@ -12,8 +12,10 @@ stream's own:
   id; ``detail`` names the stream and its batch), one commit per batch that has any
   (``<D>#members``, the batch id);
 * each batch's facts rows, every table's (the micro-batch rows of the tables written, the
-  heartbeat rows of idle ones, the ``table_parked`` events), one commit per batch that has any
-  (``<D>#database``, the batch id), checked to land;
+  heartbeat rows of idle ones, the ``table_parked`` events, whose ``detail`` names the stream,
+  its batch and the error), one commit per batch that has any
+  (``<D>#database``, the batch id), checked to land on a run's first batch (a later one is the
+  run's own);
 * what the facts table says each table's stream did last (one aggregation for all tables).
 
 Runs on the driver, or in Spark Connect's ``foreachBatch`` worker; building one reads nothing.
@@ -22,7 +24,7 @@ Runs on the driver, or in Spark Connect's ``foreachBatch`` worker; building one 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -30,14 +32,22 @@ from typing import TYPE_CHECKING
 from mssql_cdc.sink.facts import EventRow, FactRow, facts_row, utc_now
 from mssql_cdc.sink.facts_table import append_facts
 from mssql_cdc.sink.ledger import checkpoint, identity, ids, landed, metadata
-from mssql_cdc.sink.ledger.landed import Member, TableBatch
+from mssql_cdc.sink.ledger.landed import Member, ParkedTable, TableBatch
 from mssql_cdc.sink.ledger.ledger import CommitKind, _commit
 from mssql_cdc.sink.tables import TableRef, Txn
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DatabaseLedger", "Member", "TableBatch", "TableRow", "member_row"]
+__all__ = [
+    "DatabaseLedger",
+    "Member",
+    "ParkedTable",
+    "TableBatch",
+    "TableRow",
+    "member_row",
+    "parked_row",
+]
 
 
 @dataclass(frozen=True)
@@ -51,17 +61,51 @@ class TableRow:
 
 
 def member_row(
-    database_app_id: str, database_batch: int, version: int, *, joined: bool, lsn: str | None
+    database_app_id: str,
+    database_batch: int,
+    version: int,
+    *,
+    joined: bool,
+    lsn: str | None,
+    start: str | None = None,
 ) -> EventRow:
     """A table's ``database_joined`` (or ``database_left``) row: ``batch_id`` the table's batch
-    id at ``database_batch``, ``end_lsn`` the batch's end, ``detail`` the stream and batch."""
-    detail = json.dumps(
-        {"database_app_id": database_app_id, "database_batch": database_batch},
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+    id at ``database_batch``, ``end_lsn`` the batch's end, ``detail`` the stream and batch, and
+    for a joining table its start (``start_lsn``: the LSN taken as processed, its
+    ``startingLsn`` or bootstrap snapshot resolved; ``null``: its whole change table), which a
+    run that finds the table joined without a micro-batch row goes on from."""
+    fields: dict[str, object] = {
+        "database_app_id": database_app_id,
+        "database_batch": database_batch,
+    }
+    if joined:
+        fields["start_lsn"] = start
+    detail = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     kind = landed.MEMBER_EVENTS[0] if joined else landed.MEMBER_EVENTS[1]
     return EventRow(version, kind, lsn, None, None, None, detail)
+
+
+def parked_row(
+    database_app_id: str,
+    database_batch: int,
+    version: int,
+    lsn: str | None,
+    reason: tuple[str, str],
+) -> EventRow:
+    """A table's ``table_parked`` row: ``batch_id`` the table's batch id at ``database_batch``
+    (which it did not write), ``end_lsn`` the batch's end, ``detail`` the stream, the batch,
+    the capture instance and the error (``reason``: the instance and the error)."""
+    capture_instance, error = reason
+    detail = json.dumps(  # the error first: `mssql-cdc status` shows the start of a detail
+        {
+            "error": error,
+            "capture_instance": capture_instance,
+            "database_app_id": database_app_id,
+            "database_batch": database_batch,
+        },
+        separators=(",", ":"),
+    )
+    return EventRow(version, landed.PARKED_EVENT, lsn, None, None, None, detail)
 
 
 class DatabaseLedger:
@@ -81,6 +125,25 @@ class DatabaseLedger:
     def members(self) -> dict[str, Member]:
         """Each table's newest membership row of this stream, by sink id."""
         return landed.database_members(self.spark, self.facts, self.app_id)
+
+    def parked(self) -> dict[str, ParkedTable]:
+        """The tables this stream parked and has not written since, by sink id (one read;
+        ``landed.database_parked``)."""
+        return landed.database_parked(self.spark, self.facts, self.app_id)
+
+    def record_parked(self, tables: Mapping[str, ParkedTable]) -> None:
+        """Appends the ``table_parked`` rows of ``tables`` (by sink id) before the stream's
+        query starts (tables whose bootstrap failed; ``database_batch`` and ``batch_id`` -1:
+        before the run's first batch), without a transaction: a second start writes them
+        again, and the newest row of a table wins."""
+        rows = [
+            TableRow(
+                sid, t.target, parked_row(self.app_id, -1, -1, None, (t.capture_instance, t.error))
+            )
+            for sid, t in tables.items()
+        ]
+        if rows:
+            self._append("database_parked", rows, None, None, utc_now())
 
     def last_batches(self, sink_ids: Sequence[str]) -> dict[str, TableBatch]:
         """The newest micro-batch row of each sink id that has one (one aggregation)."""
@@ -192,19 +255,29 @@ class DatabaseLedger:
         meta = metadata.database_fact(self.app_id, "database_members", batch_id, len(rows))
         self._append("database_members", rows, txn, meta, utc_now())
 
-    def record_facts(self, rows: Sequence[TableRow], batch_id: int, written_at: datetime) -> None:
+    def record_facts(
+        self, rows: Sequence[TableRow], batch_id: int, written_at: datetime, *, verify: bool
+    ) -> None:
         """Commits the facts rows of database batch ``batch_id`` in one commit
         (``<D>#database``, the batch id): the micro-batch rows of the tables written, the
         heartbeat rows of idle ones, the ``table_parked`` events. A table's batch is done once
         this lands.
 
+        Args:
+            verify: read the recorded version back (Delta's state of the new version: about
+                as long as the commit itself): a run's first batch, which may meet a commit of
+                its batch id that another run landed; a run's later batches are its own.
+
         Raises:
-            ValueError: the commit did not land (Delta skipped it: the facts table records
-                this stream's batch ``batch_id`` or a later one, written by another run).
+            ValueError: (``verify``) the commit did not land (Delta skipped it: the facts table
+                records this stream's batch ``batch_id`` or a later one, written by another
+                run).
         """
         txn = ids.database_facts(self.app_id, batch_id)
         meta = metadata.database_fact(self.app_id, "database_facts", batch_id, len(rows))
         self._append("database_facts", rows, txn, meta, written_at)
+        if not verify:
+            return
         recorded = self.facts_version()
         if recorded != batch_id:
             raise ValueError(

@@ -26,11 +26,13 @@ if TYPE_CHECKING:
 __all__ = [
     "LastBatch",
     "Member",
+    "ParkedTable",
     "TableBatch",
     "WaveCommit",
     "bootstrap_lsn",
     "chunk_rows",
     "database_members",
+    "database_parked",
     "find_snapshot",
     "last_batch",
     "last_batches",
@@ -169,10 +171,17 @@ class Member:
     target: str | None = None
     #: the database batch's end when the row was written (a joining table's ``latest``)
     lsn: str | None = None
+    #: a joined table's start as recorded (``start_lsn``; ``None``: its whole change table),
+    #: when the row records one (``start_recorded``)
+    start: str | None = None
+    start_recorded: bool = False
 
 
 #: the event kinds of a database stream's membership rows
 MEMBER_EVENTS = ("database_joined", "database_left")
+#: the event kind of a table a database stream parked (``detail``: the stream, its batch, the
+#: error)
+PARKED_EVENT = "table_parked"
 
 
 def database_members(
@@ -206,6 +215,8 @@ def database_members(
             int(row["batch_id"]),
             row["target"],
             row["end_lsn"],
+            detail.get("start_lsn"),
+            "start_lsn" in detail,
         )
         known = out.get(str(row["app_id"]))
         if known is None or member.database_batch >= known.database_batch:
@@ -532,3 +543,58 @@ def _wave_commit(text: str | None, sink: str, snapshot_lsn: str, version: int) -
         run if isinstance(run, str) else None,
         stamp if isinstance(stamp, str) else None,
     )
+
+
+@dataclass(frozen=True)
+class ParkedTable:
+    """A table a database stream parked: its capture instance, its bronze table as the row
+    names it, and the error."""
+
+    capture_instance: str
+    target: str
+    error: str
+
+
+def database_parked(
+    spark: SparkSession, facts: TableRef, database_app_id: str
+) -> dict[str, ParkedTable]:
+    """The tables the database stream ``database_app_id`` parked and has not written since:
+    each sink id whose newest row (by ``written_at``) among its micro-batch rows and this
+    stream's membership and ``table_parked`` rows is a ``table_parked`` row, by sink id. One
+    read of the facts table (none when it does not exist)."""
+    if not facts.exists(spark):
+        return {}
+    from pyspark.sql import functions as sf
+
+    kinds = [*MEMBER_EVENTS, PARKED_EVENT]
+    ours = sf.get_json_object("detail", "$.database_app_id") == sf.lit(database_app_id)
+    ever = [
+        r["app_id"]
+        for r in facts.read(spark)
+        .where((sf.col("event") == PARKED_EVENT) & ours)
+        .select("app_id")
+        .distinct()
+        .collect()
+    ]
+    if not ever:  # the usual answer, from the event rows alone
+        return {}
+    rows = (
+        facts.read(spark)
+        .where(sf.col("app_id").isin(ever))
+        .where(
+            (sf.col("event").isNull() & sf.col("batch_id").isNotNull())
+            | (sf.col("event").isin(kinds) & ours)
+        )
+        .groupBy("app_id")
+        .agg(sf.max_by(sf.struct("event", "detail", "target"), sf.col("written_at")).alias("last"))
+        .where(sf.col("last.event") == PARKED_EVENT)
+        .collect()
+    )
+    out: dict[str, ParkedTable] = {}
+    for row in rows:
+        last = row["last"]
+        detail = json.loads(last["detail"])
+        out[str(row["app_id"])] = ParkedTable(
+            str(detail["capture_instance"]), str(last["target"] or ""), str(detail["error"])
+        )
+    return out

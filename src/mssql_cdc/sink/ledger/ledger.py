@@ -83,6 +83,7 @@ CommitKind = Literal[
     "chunk_facts",  # the wave's snapshot_chunk rows
     "database_members",  # a database stream's tables joining or leaving (ledger.database)
     "database_facts",  # a database stream's facts rows of a batch, every table's
+    "database_parked",  # its table_parked rows of tables whose bootstrap failed at its start
 ]
 
 #: called with ``(kind, "before" | "after", transaction)`` around every commit when set (a
