@@ -157,3 +157,53 @@ def test_membership_rows_and_commits_keep_their_spelling():
     assert metadata.database_fact("sales-db", "database_facts", 7, 3) == (
         '{"app_id":"sales-db","batch_id":7,"event":"database_facts","tables":3}'
     )
+
+
+def test_an_instance_disabled_between_listing_and_probe_is_listed_again_not_parked():
+    """The switch's last step (the older instance disabled) lands between the batch's catalog
+    call and its probe: the probe's 208 lists the table's instances again, and asks again."""
+
+    class Switching(_Source):
+        def __init__(self) -> None:
+            super().__init__({"dbo_t": L1}, {L2: {"dbo_t_v2"}}, {"dbo_t": ("dbo_t", "dbo_t_v2")})
+
+        def tables(self):
+            listed = super().tables()
+            self.siblings = {"dbo_t": ("dbo_t_v2",)}  # disabled right after this listing
+            return listed
+
+        def changed(self, names, after, upto):
+            self.asked.append((tuple(names), after, upto))
+            if "dbo_t" in names:
+                raise SqlServerError("Invalid object name 'cdc.dbo_t_CT'.", number=208)
+            return {n for n in names if n in self.changes.get(after, set())}
+
+    source = Switching()
+    sink = _sink(["dbo_t"], source)
+    state = sink._state(sink.tables[0], None)
+    state.position = L2
+    done = _Batch(upto=L4)
+    chosen = sink._to_read(_Ledger(), [state], 3, done)
+    assert [s.table.capture_instance for s in chosen] == ["dbo_t"]
+    assert done.parked == []
+    assert [names for names, _, _ in source.asked] == [("dbo_t", "dbo_t_v2"), ("dbo_t_v2",)]
+
+
+def test_an_idle_table_between_two_instances_gets_a_row_every_batch():
+    """A recent heartbeat would wait ``heartbeat_seconds``; a table with two instances writes
+    its 0-row row every batch, so its recorded position passes the newer instance's start."""
+    from mssql_cdc.sink.facts import utc_now
+
+    source = _Source({"dbo_t": L1, "dbo_u": L1}, {}, {"dbo_t": ("dbo_t", "dbo_t_v2")})
+    sink = _sink(["dbo_t", "dbo_u"], source)
+    states = [sink._state(t, None) for t in sink.tables]
+    for state in states:
+        state.position = L2
+        state.written_at = utc_now()  # a heartbeat just written
+    done = _Batch(upto=L4)
+    assert sink._to_read(_Ledger(), states, 3, done) == []
+    beats = sink._heartbeats(
+        states, 3, {"lsn": L4, "commit_ts": ""}, (states[0].written_at, 0.0), done
+    )
+    assert [state.table.capture_instance for _, state in beats] == ["dbo_t"]
+    assert [s.position for s in states] == [L4, L4]

@@ -23,7 +23,8 @@ def _names(found: list[CaptureInstance]) -> list[str]:
     return [i.name for i in found]
 
 
-def test_a_name_reads_every_instance_of_its_table_oldest_first():
+def test_a_name_reads_every_instance_of_its_table_in_the_listing_s_order():
+    """The listing (``capture_instances``) is oldest first; the table's instances keep it."""
     assert _names(table_instances("dbo_orders", [ORDERS, OTHER, ORDERS_V2])) == [
         "dbo_orders",
         "orders_v2",

@@ -422,7 +422,8 @@ def _run_database(
         f"table's rows are in {args.facts_table} (mssql-cdc status)",
         file=out,
     )
-    parked = parked_tables(spark, name=args.database_stream, facts_table=args.facts_table)
+    found = parked_tables(spark, name=args.database_stream, facts_table=args.facts_table)
+    parked = {ci: error for ci, error in found.items() if ci in instances}  # listed ones
     for ci, error in parked.items():
         line = error.strip().splitlines()[0] if error.strip() else "?"
         print(f"{query.name}: {ci} is parked: {line}", file=sys.stderr)

@@ -184,6 +184,10 @@ class _State:
     ours: bool = False
     written_at: datetime | None = None
     parked: str | None = None
+    #: the table has more than one capture instance now (a switch under way): an idle table's
+    #: position is recorded every batch, so that it passes the newer instance's start while the
+    #: older instance still holds the range before it
+    switching: bool = False
 
     def version(self, batch_id: int) -> int:
         return batch_id + self.offset
@@ -319,10 +323,8 @@ class DatabaseSink:
             # to one query at a time)
             ledger.record_facts(rows, batch_id, utc_now(), verify=first)
             done.facts_ms = round((time.monotonic() - committing) * 1000)
-            if mode == WARM_BETWEEN_BATCHES:
-                # the version just written is the next batch's facts commit's: computed while
-                # the query waits for its next trigger, ahead of the tables' bronze states
-                WARMER.request(spark, self.facts, first=True)
+        if mode == WARM_BETWEEN_BATCHES:  # before the states record this batch (``last``)
+            self._warm_next(spark, bool(rows), [s for s, _ in written], batch_id)
         now = utc_now()
         for state, _ in written:  # recorded: the batch is done for these tables
             state.position, state.last, state.ours, state.written_at = (
@@ -356,6 +358,20 @@ class DatabaseSink:
             f", parked {[s.table.capture_instance for s in done.parked]}" if done.parked else "",
             round((time.monotonic() - clock) * 1000),
         )
+
+    def _warm_next(
+        self, spark: SparkSession, committed: bool, written: Sequence[_State], batch_id: int
+    ) -> None:
+        """After the batch's commits (ADR 0177): the facts table's state (the next batch's facts
+        commit needs it), ahead of everything queued, computed while the query waits for its
+        next trigger; then bronze's state of each table written in the database batch before
+        this one too (a busy one): most tables of a database change once in a while, and the
+        one warming thread is the busy tables' and the facts table's (ADR 0212)."""
+        if committed:
+            WARMER.request(spark, self.facts, first=True)
+        for state in written:
+            if state.last == state.version(batch_id) - 1:
+                WARMER.request(spark, state.table.target)
 
     # -- a run's first batch --------------------------------------------------------------------
 
@@ -614,6 +630,7 @@ class DatabaseSink:
                 self._park(ledger, state, batch_id, reason, done)
                 continue
             low, names = tables[ci]
+            state.switching = len(names) > 1
             if state.position is None or low > state.position:
                 chosen.add(ci)
             elif state.position < upto:
@@ -641,7 +658,13 @@ class DatabaseSink:
             if not parkable(exc):
                 raise
             if len(states) == 1:
-                self._park(ledger, states[0][0], batch_id, failure_text(exc), done)
+                state, of = states[0]
+                # an instance disabled since this batch listed them (the switch's last step):
+                # the table's instances listed again, asked once more
+                again = self.source.tables().get(state.table.capture_instance)
+                if again is not None and again[1] != of:
+                    return self._changed(ledger, [(state, again[1])], bounds, batch_id, done)
+                self._park(ledger, state, batch_id, failure_text(exc), done)
                 return set()
             out: set[str] = set()
             for one in states:
@@ -705,15 +728,8 @@ class DatabaseSink:
                     if isinstance(read, tuple)
                     else read
                 )
-                # bronze's state is computed ahead for a table written in consecutive batches
-                # (a busy one), not for every table that changed once
                 state.sink.write_table_batch(
-                    rows,
-                    version,
-                    end,
-                    checked=state.ours,
-                    facts_rows=facts,
-                    warm=state.last == version - 1,
+                    rows, version, end, checked=state.ours, facts_rows=facts
                 )
             finished = time.monotonic()
         except Exception as exc:
@@ -801,8 +817,10 @@ class DatabaseSink:
             if state.position is None or state.position > upto:
                 continue
             state.position = upto
-            due = state.written_at is None or (
-                (now - state.written_at).total_seconds() >= self.settings.heartbeat_seconds
+            due = (
+                state.switching
+                or state.written_at is None
+                or (now - state.written_at).total_seconds() >= self.settings.heartbeat_seconds
             )
             if due:
                 row = BatchRow(

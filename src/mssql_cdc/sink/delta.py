@@ -252,10 +252,6 @@ class DeltaSink:
         self._warm_state = warm_mode(warm_state)
         #: where a database stream's batch wants its facts rows (not committed here)
         self._deferred: list[FactRow] | None = None
-        #: a database stream's table whose bronze state is not worth computing ahead (it was
-        #: idle before this batch: its next commit may be far off, and the one warming thread
-        #: is the busy tables')
-        self._cold = False
 
     def __repr__(self) -> str:
         return (
@@ -278,7 +274,6 @@ class DeltaSink:
         *,
         checked: bool,
         facts_rows: list[FactRow],
-        warm: bool = True,
     ) -> None:
         """One micro-batch of a table of a database stream (``sink.database_sink``): the steps
         of the module doc, with the batch's end given (the database stream's offset, not this
@@ -286,17 +281,16 @@ class DeltaSink:
         committed (the database stream commits every table's rows of a batch in one commit).
         ``checked``: the table's newest micro-batch was committed by this run (the rewind rule
         need not read the tables: batch ids of a table in a database stream skip the batches
-        it was idle in); else the rule reads them, as on a run's first batch. ``warm``: have
-        bronze's state computed ahead of the table's next commit (its warm_state), for a table
-        written in the database batch before this one too."""
+        it was idle in); else the rule reads them, as on a run's first batch. Nothing is warmed:
+        the database stream has the states computed after its facts commit."""
         if checked:
             self._expected = batch_id
         beside: list[threading.Thread] = []
-        self._deferred, self._cold = facts_rows, not warm
+        self._deferred = facts_rows
         try:
             self._batch(df, int(batch_id), beside, end)
         finally:
-            self._deferred, self._cold = None, False
+            self._deferred = None
             _join(beside)
 
     def record_empty_batch(
@@ -451,7 +445,7 @@ class DeltaSink:
         """Has the states of the tables this batch committed to computed for the next batch's
         commits, in the background, once this batch's commits are done: a computation beside
         the facts commit slowed it more than it gained (``between_batches``, ADR 0177)."""
-        if self._warm_state == WARM_BETWEEN_BATCHES and not self._cold:
+        if self._warm_state == WARM_BETWEEN_BATCHES and self._deferred is None:
             for table in tables:
                 WARMER.request(spark, table)
 

@@ -29,6 +29,8 @@ __all__ = ["ServerReads"]
 
 T = TypeVar("T")
 
+#: the LSN of an instance whose start capture has not set yet
+_ZERO = Lsn(bytes(10))
 #: options a table's batch read of a database stream leaves out (the read's range is the
 #: stream's; its metrics are not folded)
 _DROPPED = frozenset({"metricspath", "startinglsn", "endinglsn"})
@@ -86,7 +88,10 @@ class ServerReads:
         for name in self.options:
             found = table_instances(name, instances)
             if found:
-                low = min(i.start_lsn for i in found)
+                # an instance whose start capture has not set yet (the zero LSN) holds nothing
+                # and bounds nothing, as in the batch read's data-loss rule
+                held = [i for i in found if i.start_lsn != _ZERO] or found
+                low = min(i.start_lsn for i in held)
                 out[name] = (str(low), tuple(i.name for i in found))
         return out
 
