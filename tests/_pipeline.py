@@ -34,11 +34,32 @@ def backfill_hook(step_hook: Any) -> Any:
 
 CHANGE = ["_start_lsn", "_seqval", "_operation", "_command_id", "id", "name", "qty"]
 
+#: the DBA's playbook on dbo.orders (docs/schema-changes.md): a second capture instance, then
+#: the first one disabled
+ORDERS_V2 = (
+    "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'orders', "
+    "@role_name = NULL, @capture_instance = N'dbo_orders_v2'"
+)
+DISABLE_ORDERS_V1 = (
+    "EXEC sys.sp_cdc_disable_table @source_schema = N'dbo', @source_name = N'orders', "
+    "@capture_instance = N'dbo_orders'"
+)
+
 
 class Source(CdcSource):
     """The test database (tests/cdc_source.py); the pipeline tests read on one connection."""
 
     base_options: ClassVar[dict[str, str]] = {"captureInstance": "dbo_orders", "numPartitions": "1"}
+
+    def instance_start(self, capture_instance: str) -> Any:
+        """The ``start_lsn`` (an ``Lsn``) ``cdc.change_tables`` gives ``capture_instance``."""
+        from mssql_cdc import Lsn
+
+        rows = self.sql(
+            "SELECT start_lsn FROM cdc.change_tables WHERE capture_instance = @P1",
+            [capture_instance],
+        )
+        return Lsn(rows[0]["start_lsn"])
 
     def table(self) -> list[tuple[object, ...]]:
         """dbo.orders' current rows by id."""

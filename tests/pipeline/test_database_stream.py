@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from _pipeline import ORDER, latest_images
+from _pipeline import DISABLE_ORDERS_V1, ORDER, ORDERS_V2, latest_images
 from mssql_cdc import leave_database, parked_tables, start_database, stream
 from mssql_cdc.sink import ledger as ledger_pkg
 from mssql_cdc.source import ServerReads
@@ -73,6 +73,13 @@ def test_bad_arguments_fail_before_anything_starts(instances, kwargs, error, mes
 def _other(source, upto_id: int) -> None:
     source.sql(f"INSERT INTO dbo.other VALUES ({upto_id}, N'n{upto_id}')")
     source.sql(f"UPDATE dbo.other SET note = N'u{upto_id}' WHERE id = {upto_id}")
+
+
+def _both_changed(source) -> None:
+    """dbo.orders' first workload and three changes of dbo.other, in one scan."""
+    source.workload(1, scan=False)
+    _other(source, 1)
+    source.scan()
 
 
 def _other_changes(source) -> list[tuple[object, ...]]:
@@ -163,9 +170,7 @@ def test_every_table_lands_once_and_a_rerun_reads_only_what_is_new(
     """Small ranges are read on the driver (``read_locally``); with that off, every range is a
     batch read through ``format("mssql_cdc")``: the same rows either way."""
     monkeypatch.setattr(ServerReads, "local", local)
-    source.workload(1, scan=False)
-    _other(source, 1)
-    source.scan()
+    _both_changed(source)
     db = _Db(spark, source, tmp_path)
     db.run()
     order_cols = ["_start_lsn", "_seqval", "_operation", "_command_id"]
@@ -195,9 +200,7 @@ def test_every_table_lands_once_and_a_rerun_reads_only_what_is_new(
 @pytest.mark.parametrize("local", [True, False], ids=["read-on-the-driver", "spark-read"])
 def test_the_bronze_rows_are_those_of_a_single_stream(spark, source, tmp_path, monkeypatch, local):
     monkeypatch.setattr(ServerReads, "local", local)
-    source.workload(1, scan=False)
-    _other(source, 1)
-    source.scan()
+    _both_changed(source)
     db = _Db(spark, source, tmp_path)
     db.run()
     single = str(tmp_path / "single")
@@ -230,9 +233,7 @@ def test_the_bronze_rows_are_those_of_a_single_stream(spark, source, tmp_path, m
     ids=["between-two-tables", "before-the-facts-commit"],
 )
 def test_a_kill_inside_a_batch_lands_each_table_once(spark, source, tmp_path, stop_at, landed):
-    source.workload(1, scan=False)
-    _other(source, 1)
-    source.scan()
+    _both_changed(source)
     db = _Db(spark, source, tmp_path)
     calls = _run_stopping_at(db, ["dbo_orders", "dbo_other"], *stop_at)
     assert calls.count(("batch", "after")) == len(landed)
@@ -365,9 +366,7 @@ def test_the_command_line_runs_a_schema_as_one_database_stream(
 ):
     from mssql_cdc.cli import main
 
-    source.workload(1, scan=False)
-    _other(source, 1)
-    source.scan()
+    _both_changed(source)
     monkeypatch.setenv("MSSQL_CDC_PASSWORD", source.server.password)
     argv = ["stream", "--connection-string", source.connection_string, "--user", "sa"]
     argv += ["--schema", "dbo", "--target", str(tmp_path / "b" / "{ci}"), "--app-id", "s-{ci}"]
@@ -499,9 +498,7 @@ def _snapshot_rows(spark, path: str) -> int:
 def test_a_bootstrap_takes_each_new_table_s_snapshot_then_only_its_changes(
     spark, source, tmp_path, monkeypatch
 ):
-    source.workload(1, scan=False)
-    _other(source, 1)
-    source.scan()
+    _both_changed(source)
     db = _Db(spark, source, tmp_path)
     db.run(bootstrap=True)
     # each table's rows as a snapshot, none of the changes before it
@@ -560,9 +557,7 @@ def _refuse_bootstrap(monkeypatch, sink_id: str):
 def test_a_table_whose_bootstrap_fails_is_parked_and_bootstrapped_on_the_next_run(
     spark, source, tmp_path, monkeypatch
 ):
-    source.workload(1, scan=False)
-    _other(source, 1)
-    source.scan()
+    _both_changed(source)
     db = _Db(spark, source, tmp_path)
     undo = _refuse_bootstrap(monkeypatch, "t-dbo_other")
     db.run(bootstrap=True)
@@ -609,9 +604,7 @@ def test_a_bootstrapped_table_whose_join_landed_goes_on_from_its_snapshot_after_
     """The stream stops after the tables' joining landed and before the batch's facts commit;
     the next run, even without ``bootstrap=True``, starts each table where its join recorded
     (its snapshot's LSN), not from its whole change table."""
-    source.workload(1, scan=False)
-    _other(source, 1)
-    source.scan()
+    _both_changed(source)
     db = _Db(spark, source, tmp_path)
     calls = _run_stopping_at(
         db, ["dbo_orders", "dbo_other"], "database_facts", "before", bootstrap=True
@@ -626,9 +619,7 @@ def test_a_bootstrapped_table_whose_join_landed_goes_on_from_its_snapshot_after_
 def test_a_chunked_bootstrap_opens_each_table_s_snapshot_and_backfill_fills_it(
     spark, source, tmp_path
 ):
-    source.workload(1, scan=False)
-    _other(source, 1)
-    source.scan()
+    _both_changed(source)
     db = _Db(spark, source, tmp_path)
     db.run(bootstrap=True, snapshot="chunked")
     assert not (tmp_path / "bronze" / "dbo_orders").exists()  # opened, not read yet
@@ -643,15 +634,6 @@ def test_a_chunked_bootstrap_opens_each_table_s_snapshot_and_backfill_fills_it(
 
 
 # -- a table's capture-instance switch ----------------------------------------------------------
-
-_V2 = (
-    "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'orders', "
-    "@role_name = NULL, @capture_instance = N'dbo_orders_v2'"
-)
-_DISABLE_OLD = (
-    "EXEC sys.sp_cdc_disable_table @source_schema = N'dbo', @source_name = N'orders', "
-    "@capture_instance = N'dbo_orders'"
-)
 
 
 def test_a_table_follows_the_add_column_playbook_while_the_stream_runs(spark, source, tmp_path):
@@ -672,19 +654,15 @@ def test_a_table_follows_the_add_column_playbook_while_the_stream_runs(spark, so
         source.scan()
         query.processAllAvailable()
 
-        source.sql(_V2)
-        start_v2 = Lsn(
-            source.sql(
-                "SELECT start_lsn FROM cdc.change_tables WHERE capture_instance = N'dbo_orders_v2'"
-            )[0]["start_lsn"]
-        )
+        source.sql(ORDERS_V2)
+        start_v2 = source.instance_start("dbo_orders_v2")
         source.sql("INSERT INTO dbo.orders (id, name, qty, note) VALUES (51, N'm', 6, N'after')")
         source.sql("UPDATE dbo.orders SET note = N'changed' WHERE id = 51")
         source.scan()
         query.processAllAvailable()
 
         old_history = [r for r in source.changes("dbo_orders") if Lsn.parse(r[0]) < start_v2]
-        source.sql(_DISABLE_OLD)
+        source.sql(DISABLE_ORDERS_V1)
         source.sql("INSERT INTO dbo.orders (id, name, qty, note) VALUES (52, N'k', 7, N'last')")
         source.sql("DELETE FROM dbo.orders WHERE id = 2")
         source.scan()

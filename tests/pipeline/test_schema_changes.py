@@ -7,17 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from _pipeline import bronze_changes
+from _pipeline import DISABLE_ORDERS_V1, ORDERS_V2, bronze_changes
 from mssql_cdc import Lsn, is_schema_changed, stream
-
-V2 = (
-    "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'orders', "
-    "@role_name = NULL, @capture_instance = N'dbo_orders_v2'"
-)
-DISABLE_OLD = (
-    "EXEC sys.sp_cdc_disable_table @source_schema = N'dbo', @source_name = N'orders', "
-    "@capture_instance = N'dbo_orders'"
-)
 
 
 def test_the_add_column_playbook_while_a_stream_runs(spark, source, tmp_path):
@@ -44,12 +35,8 @@ def test_the_add_column_playbook_while_a_stream_runs(spark, source, tmp_path):
     assert query.isActive
 
     # 2. a second capture instance with the new column list; changes go on
-    source.sql(V2)
-    start_v2 = Lsn(
-        source.sql(
-            "SELECT start_lsn FROM cdc.change_tables WHERE capture_instance = N'dbo_orders_v2'"
-        )[0]["start_lsn"]
-    )
+    source.sql(ORDERS_V2)
+    start_v2 = source.instance_start("dbo_orders_v2")
     source.sql("INSERT INTO dbo.orders (id, name, qty, note) VALUES (51, N'm', 6, N'after')")
     source.sql("UPDATE dbo.orders SET note = N'changed' WHERE id = 51")
     source.scan()
@@ -65,7 +52,7 @@ def test_the_add_column_playbook_while_a_stream_runs(spark, source, tmp_path):
 
     # 5. once the stream has a switch row and one more batch, the DBA disables the old one
     old_history = [r for r in source.changes("dbo_orders") if Lsn.parse(r[0]) < start_v2]
-    source.sql(DISABLE_OLD)
+    source.sql(DISABLE_ORDERS_V1)
     source.sql("INSERT INTO dbo.orders (id, name, qty, note) VALUES (52, N'k', 7, N'last')")
     source.sql("UPDATE dbo.orders SET qty = 8 WHERE id = 50")
     source.sql("DELETE FROM dbo.orders WHERE id = 2")
@@ -145,7 +132,7 @@ def test_snapshot_on_switch_gives_unchanged_rows_the_new_column(spark, source, t
     run()
     source.sql("ALTER TABLE dbo.orders ADD note nvarchar(20) NULL")
     source.sql("UPDATE dbo.orders SET note = N'kept' WHERE id = 1")  # before the new instance
-    source.sql(V2)
+    source.sql(ORDERS_V2)
     source.sql("INSERT INTO dbo.orders (id, name, qty, note) VALUES (3, N'c', 3, N'new')")
     source.scan()
     run()  # the restart reads the union schema and switches in place
