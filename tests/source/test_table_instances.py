@@ -45,3 +45,11 @@ def test_a_disabled_default_name_follows_its_table_and_a_custom_one_does_not():
 def test_two_names_matching_ignoring_case_resolve_to_none():
     twin = _instance("DBO_Orders", "orders", 30)
     assert table_instances("dbo_ORDERS", [ORDERS, twin]) == []
+
+
+def test_an_instance_not_started_yet_bounds_nothing_unless_none_has_started():
+    from mssql_cdc.source.retention import held_instances
+
+    waiting = _instance("orders_v3", "orders", 0)  # its start capture has not set yet
+    assert _names(held_instances([ORDERS, waiting])) == ["dbo_orders"]
+    assert _names(held_instances([waiting])) == ["orders_v3"]

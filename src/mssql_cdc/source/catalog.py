@@ -43,12 +43,20 @@ def table_instances(wanted: str, instances: list[CaptureInstance]) -> list[Captu
     matches ignoring case, else the table whose default name it is (its newest instance is
     followed); empty when none matches or two match ignoring case (``find_instance`` says
     which). One listing, no statement."""
-    exact = [i for i in instances if i.name == wanted]
-    folded = [i for i in instances if i.name.lower() == wanted.lower()]
-    chosen = exact[0] if exact else (folded[0] if len(folded) == 1 else None)
-    if chosen is not None:
+    chosen, folded = _named(wanted, instances)
+    if chosen is not None and (len(folded) == 1 or chosen.name == wanted):
         return _siblings(instances, (chosen.source_schema, chosen.source_table))
     return [] if folded else _default_named(wanted, instances)
+
+
+def _named(
+    wanted: str, instances: list[CaptureInstance]
+) -> tuple[CaptureInstance | None, list[CaptureInstance]]:
+    """The instance named ``wanted`` (exactly, else the first matching ignoring case) and all
+    those matching it ignoring case."""
+    exact = [i for i in instances if i.name == wanted]
+    folded = [i for i in instances if i.name.lower() == wanted.lower()]
+    return (exact[0] if exact else (folded[0] if folded else None)), folded
 
 
 def find_instance(
@@ -71,15 +79,13 @@ def find_instance(
     """
     wanted = client.options.capture_instance
     instances = client.capture_instances()
-    exact = [i for i in instances if i.name == wanted]
-    folded = [i for i in instances if i.name.lower() == wanted.lower()]
-    if not exact and len(folded) > 1:
+    chosen, folded = _named(wanted, instances)
+    if (chosen is None or chosen.name != wanted) and len(folded) > 1:
         names = ", ".join(repr(i.name) for i in folded)
         raise ValueError(
             f"Option 'captureInstance' has the value {wanted!r}, which matches {names} "
             "ignoring case; give the exact name"
         )
-    chosen = exact[0] if exact else (folded[0] if folded else None)
     if chosen is None:
         followed = _default_named(wanted, instances)
         if followed:

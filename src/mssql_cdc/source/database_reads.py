@@ -18,6 +18,7 @@ from mssql_cdc.errors import SchemaChangedError
 from mssql_cdc.options import parse_options
 from mssql_cdc.source.catalog import table_instances
 from mssql_cdc.source.client import CdcClient
+from mssql_cdc.source.retention import held_instances
 from mssql_cdc.source.retry import with_retry
 
 if TYPE_CHECKING:
@@ -29,8 +30,6 @@ __all__ = ["ServerReads"]
 
 T = TypeVar("T")
 
-#: the LSN of an instance whose start capture has not set yet
-_ZERO = Lsn(bytes(10))
 #: options a table's batch read of a database stream leaves out (the read's range is the
 #: stream's; its metrics are not folded)
 _DROPPED = frozenset({"metricspath", "startinglsn", "endinglsn"})
@@ -88,10 +87,8 @@ class ServerReads:
         for name in self.options:
             found = table_instances(name, instances)
             if found:
-                # an instance whose start capture has not set yet (the zero LSN) holds nothing
-                # and bounds nothing, as in the batch read's data-loss rule
-                held = [i for i in found if i.start_lsn != _ZERO] or found
-                low = min(i.start_lsn for i in held)
+                # as the batch read's data-loss rule bounds it
+                low = min(i.start_lsn for i in held_instances(found))
                 out[name] = (str(low), tuple(i.name for i in found))
         return out
 

@@ -35,7 +35,16 @@ if TYPE_CHECKING:
     from mssql_cdc.source.client import CaptureInstance
     from mssql_cdc.source.clock import ServerClock
 
-__all__ = ["Loss", "Skip", "data_loss_error", "find_loss", "first_held", "is_gone", "record_skip"]
+__all__ = [
+    "Loss",
+    "Skip",
+    "data_loss_error",
+    "find_loss",
+    "first_held",
+    "held_instances",
+    "is_gone",
+    "record_skip",
+]
 
 log = logging.getLogger("mssql_cdc.source")
 _ZERO = Lsn(bytes(10))
@@ -45,6 +54,12 @@ def is_gone(first: Lsn, low_endpoint: Lsn) -> bool:
     """Whether changes from ``first`` are gone from an instance whose low endpoint
     (``start_lsn`` / ``sys.fn_cdc_get_min_lsn``) is ``low_endpoint``."""
     return first < low_endpoint
+
+
+def held_instances(instances: Sequence[CaptureInstance]) -> list[CaptureInstance]:
+    """The instances that bound what a table holds: those whose start capture has set (an
+    instance at the zero LSN holds nothing yet), or all of them when none has."""
+    return [i for i in instances if i.start_lsn != _ZERO] or list(instances)
 
 
 def first_held(
@@ -65,8 +80,7 @@ def first_held(
     Raises:
         DataLossError: the changes from ``first`` are gone and ``fail`` is set.
     """
-    held = [i for i in instances if i.start_lsn != _ZERO] or list(instances)
-    oldest = min(held, key=lambda i: bytes(i.start_lsn))
+    oldest = min(held_instances(instances), key=lambda i: bytes(i.start_lsn))
     if not is_gone(first, oldest.start_lsn):
         return first
     lost_to = client.first_commit_from(oldest.start_lsn)
