@@ -14,8 +14,8 @@ Spark session (``processingTime`` trigger of ``--interval`` s):
 * ``5 changed``: the trigger (Spark's ``triggerExecution``) that lands one change in each of
   ``--changed`` tables, median of ``--rounds``, against a single stream's (``to_delta``)
   trigger landing one change of its only table;
-* ``busy table``: ``--busy-rows`` changes of one table, among the idle others, in rows per
-  second, against its single stream on the same rows.
+* ``busy table``: ``--busy-batches`` batches of ``--busy-rows`` changes of one table, among the
+  idle others, in rows per second, against its single stream on the same rows.
 
 ``--many M`` also starts ``start_many`` for M of the tables (one query each, as ``idle.py``
 measures at length) for its start time and memory beside.
@@ -80,18 +80,26 @@ def _rounds(query: Any, conn: Any, emu: Any, args: Any) -> list[float]:
     return changed
 
 
-def _busy(query: Any, conn: Any, emu: Any, rows: int, first_id: int) -> float:
-    """Rows per second a query lands ``rows`` new changes of ``dbo.t0`` at (inserted in
-    commits of 1,000 rows): the rows over the triggers' time (``triggerExecution``) of the
-    batches that landed them."""
-    since = time.time()
-    for low in range(first_id, first_id + rows, 1000):
-        values = ", ".join(f"({i}, N'b')" for i in range(low, min(low + 1000, first_id + rows)))
-        conn.execute(f"INSERT INTO dbo.t0 VALUES {values}")
-    emu.scan()
-    _wait_batch(query, since)
-    query.processAllAvailable()
-    return rows / (sum(_trigger_ms(query, since)) / 1000)
+def _busy(query: Any, conn: Any, emu: Any, args: Any, first_id: int) -> float:
+    """Rows per second a query lands ``--busy-rows`` new changes of ``dbo.t0`` at, in each of
+    ``--busy-batches`` batches one after the other (inserted in commits of 1,000 rows): the rows
+    over the triggers' time (``triggerExecution``) of the batches that landed them. Ten
+    batches or more take in Delta's log checkpoint of the facts table (every tenth commit,
+    ``delta.checkpointInterval``) as often as a steady stream does."""
+    rows, spent = 0, 0.0
+    for b in range(args.busy_batches):
+        since = time.time()
+        base = first_id + b * args.busy_rows
+        for low in range(base, base + args.busy_rows, 1000):
+            top = min(low + 1000, base + args.busy_rows)
+            values = ", ".join(f"({i}, N'b')" for i in range(low, top))
+            conn.execute(f"INSERT INTO dbo.t0 VALUES {values}")
+        emu.scan()
+        _wait_batch(query, since)
+        query.processAllAvailable()
+        rows += args.busy_rows
+        spent += sum(_trigger_ms(query, since)) / 1000
+    return rows / spent
 
 
 def _single(
@@ -117,7 +125,7 @@ def _single(
         emu.scan()
         _wait_batch(query, since)
         single += _trigger_ms(query, since)
-    busy = _busy(query, conn, emu, args.busy_rows, 2_000_000) if args.busy_rows else 0.0
+    busy = _busy(query, conn, emu, args, 2_000_000) if args.busy_rows else 0.0
     query.stop()
     return single, busy
 
@@ -211,7 +219,7 @@ def measure(spark: Any, args: argparse.Namespace, workdir: Path) -> dict[str, fl
             time.sleep(0.05)
         restart = time.monotonic() - began
         changed = _rounds(query, conn, emu, args)
-        busy = _busy(query, conn, emu, args.busy_rows, 1_000_000) if args.busy_rows else 0.0
+        busy = _busy(query, conn, emu, args, 1_000_000) if args.busy_rows else 0.0
         query.stop()
 
         single, single_busy = _single(spark, options, (conn, emu), args, workdir)
@@ -255,6 +263,9 @@ def main() -> int:
     parser.add_argument("--many", type=int, default=0, help="start_many for this many tables")
     parser.add_argument(
         "--busy-rows", type=int, default=20000, help="new rows of one busy table (0: skip)"
+    )
+    parser.add_argument(
+        "--busy-batches", type=int, default=10, help="batches of --busy-rows each, one by one"
     )
     parser.add_argument("--log", action="store_true", help="mssql_cdc's DEBUG lines to stderr")
     args = parser.parse_args()
@@ -307,7 +318,8 @@ def main() -> int:
     )
     if args.busy_rows:
         print(
-            f"| one busy table among {r['tables']:.0f}, {args.busy_rows:,} rows (rows/s) | "
+            f"| one busy table among {r['tables']:.0f}, {args.busy_batches} batches of "
+            f"{args.busy_rows:,} rows (rows/s) | "
             f"{r['busy_rows_s']:,.0f} | single stream: {r['single_busy_rows_s']:,.0f} "
             f"({r['busy_rows_s'] / r['single_busy_rows_s']:.2f}x) |"
         )

@@ -207,3 +207,31 @@ def test_an_idle_table_between_two_instances_gets_a_row_every_batch():
     )
     assert [state.table.capture_instance for _, state in beats] == ["dbo_t"]
     assert [s.position for s in states] == [L4, L4]
+
+
+def test_only_a_table_written_in_the_batch_before_has_its_bronze_state_warmed(monkeypatch):
+    """After a batch's facts commit the one warming thread computes the facts table's state
+    first, then bronze's of the busy tables only (written in this batch and the one before):
+    not of a table that just joined, nor of one moved in from a single stream, whose previous
+    micro-batch id is right below this batch's too (a first run's batch 0 queued every table
+    it created, and the warming of 100 tables held the two cores for 70 s)."""
+    import mssql_cdc.sink.database_sink as module
+
+    asked: list[tuple[str, bool]] = []
+
+    class Warmer:
+        def request(self, spark, ref, *, first=False):
+            asked.append((ref.text, first))
+
+    monkeypatch.setattr(module, "WARMER", Warmer())
+    sink = _sink(["new", "moved", "busy", "once"], _Source({}, {}))
+    states = {t.capture_instance: sink._state(t, None) for t in sink.tables}
+    states["new"].offset = -5  # joins at database batch 5 with micro-batch id 0
+    states["moved"].last, states["moved"].offset = 8, 4  # its single stream's newest was 8
+    states["busy"].last, states["busy"].written_batch = 4, 4
+    states["once"].last, states["once"].written_batch = 2, 2
+    sink._warm_next(None, True, list(states.values()), 5)
+    assert asked == [("/tmp/facts", True), ("/tmp/b/busy", False)]
+    asked.clear()
+    sink._warm_next(None, False, [states["once"]], 5)  # no facts commit: nothing for facts
+    assert asked == []

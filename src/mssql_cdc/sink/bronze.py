@@ -21,6 +21,7 @@ from mssql_cdc.sink.tables import (
     COLUMN_MAPPING_PROPERTIES,
     TableRef,
     Txn,
+    create_by_append,
     ensure_table,
     needs_column_mapping,
     table_ref,
@@ -115,8 +116,9 @@ class BronzeTable:
         return f"BronzeTable({self.ref.text!r})"
 
     def append(self, rows: DataFrame, txn: Txn, metadata: str) -> None:
-        """Appends ``rows`` (sink columns included) in one commit, creating the table first
-        with their columns and comments; new columns are merged into the schema.
+        """Appends ``rows`` (sink columns included) in one commit, new columns merged into the
+        schema; a new path table is created by that commit, its columns with their comments
+        (``tables.create_by_append``), else first (``CREATE TABLE``).
 
         Args:
             txn: the commit's transaction, from the ledger: Delta skips the commit when its
@@ -127,8 +129,13 @@ class BronzeTable:
             SchemaChangedError: a column's type changed incompatibly, or a new column's name
                 needs Delta column mapping, which the table lacks.
         """
-        ensure_table(self.spark, self.ref, BRONZE, rows.schema, seen=self.seen)
         try:
+            if self.seen is None or self.ref not in self.seen:
+                if create_by_append(self.spark, self.ref, BRONZE, rows, txn, metadata):
+                    if self.seen is not None:
+                        self.seen.add(self.ref)
+                    return
+            ensure_table(self.spark, self.ref, BRONZE, rows.schema, seen=self.seen)
             self.ref.append(rows, txn, metadata, merge_schema=True)
         except Exception as exc:
             text = str(exc)

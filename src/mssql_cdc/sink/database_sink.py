@@ -188,6 +188,9 @@ class _State:
     #: position is recorded every batch, so that it passes the newer instance's start while the
     #: older instance still holds the range before it
     switching: bool = False
+    #: the database batch of this run whose commit holds the table's newest bronze write
+    #: (``-1``: none yet); a table written in two batches in a row is a busy one
+    written_batch: int = -1
 
     def version(self, batch_id: int) -> int:
         return batch_id + self.offset
@@ -323,7 +326,7 @@ class DatabaseSink:
             # to one query at a time)
             ledger.record_facts(rows, batch_id, utc_now(), verify=first)
             done.facts_ms = round((time.monotonic() - committing) * 1000)
-        if mode == WARM_BETWEEN_BATCHES:  # before the states record this batch (``last``)
+        if mode == WARM_BETWEEN_BATCHES:  # before the states record this batch (``written_batch``)
             self._warm_next(spark, bool(rows), [s for s, _ in written], batch_id)
         now = utc_now()
         for state, _ in written:  # recorded: the batch is done for these tables
@@ -333,6 +336,7 @@ class DatabaseSink:
                 True,
                 now,
             )
+            state.written_batch = batch_id
         for _, state in beats:
             state.last, state.written_at = state.version(batch_id), now
         # only a run's first batch can be a replay of a batch a crashed run began (bronze
@@ -370,7 +374,9 @@ class DatabaseSink:
         if committed:
             WARMER.request(spark, self.facts, first=True)
         for state in written:
-            if state.last == state.version(batch_id) - 1:
+            # (not ``last``: a table that just joined has its previous micro-batch id as
+            # ``last`` too, and a first run's batch would warm every table it created)
+            if state.written_batch == batch_id - 1:
                 WARMER.request(spark, state.table.target)
 
     # -- a run's first batch --------------------------------------------------------------------

@@ -35,6 +35,7 @@ __all__ = [
     "TableRef",
     "Txn",
     "columns_of",
+    "create_by_append",
     "create_table",
     "ensure_table",
     "needs_column_mapping",
@@ -378,6 +379,57 @@ def _create_over_empty_log(
             raise
         run_alter_properties(spark, ref.sql, rest)
     log.info("created Delta table %s over an empty _delta_log", ref.text)
+
+
+def create_by_append(
+    spark: SparkSession,
+    ref: TableRef,
+    kind: TableKind,
+    rows: DataFrame,
+    txn: Txn,
+    metadata: str,
+) -> bool:
+    """Creates the path table ``ref`` of ``kind`` with ``rows`` as its first commit (ADR 0213):
+    an append under ``txn`` (its ``userMetadata`` ``metadata``) into the empty location, the
+    columns with their comments from ``kind`` (as ``CREATE TABLE`` gives them), then the table
+    comment and ``kind``'s properties in an ``ALTER TABLE`` commit. Two commits, against
+    ``CREATE TABLE`` and an append that must first compute the new table's state for the
+    transaction's version: a new table's first write in a third of the time.
+
+    ``False`` (nothing written) for a catalog name (a ``saveAsTable`` that creates a table
+    drops the commit's ``userMetadata``), a table that exists, a column whose name needs
+    column mapping, or a creation that lost the race to another writer: append as usual then.
+    A crash between the two commits leaves the table without its comment and properties
+    (nothing reads them to decide).
+    """
+    if ref.path is None or ref.exists(spark):
+        return False
+    columns = columns_of(rows.schema, kind.column_comments)
+    if any(needs_column_mapping(name) for name, _, _ in columns):
+        return False
+    described = rows.select(
+        *[
+            rows[quote(name)].alias(name, metadata={"comment": comment} if comment else {})
+            for name, _, comment in columns
+        ]
+    )
+    try:
+        ref.append(described, txn, metadata, merge_schema=True)
+    except Exception as exc:
+        if not _lost_race(exc):
+            raise
+        log.info("%s was created by another writer at the same time; appending to it", ref.text)
+        return False
+    rest = dict(kind.properties())
+    rest["comment"] = kind.comment
+    try:
+        run_alter_properties(spark, ref.sql, rest)
+    except Exception as exc:  # another writer's first append at that moment: once more
+        if not _lost_race(exc):
+            raise
+        run_alter_properties(spark, ref.sql, rest)
+    log.info("created Delta table %s with its first commit", ref.text)
+    return True
 
 
 def ensure_table(

@@ -1,0 +1,102 @@
+"""A new path bronze table is created by its first append (``tables.create_by_append``, ADR
+0213): the same table ``CREATE TABLE`` and an append give (columns, types, comments, table
+comment, properties), its first commit under the batch's transaction (a replay is skipped),
+and the ``CREATE TABLE`` way kept where the append cannot create it alike."""
+
+from __future__ import annotations
+
+import json
+
+from pyspark.sql.types import LongType, StructField, StructType
+
+from mssql_cdc.sink.bronze import BronzeTable, with_sink_columns
+from mssql_cdc.sink.ledger import ids, metadata
+from mssql_cdc.sink.schemas import BRONZE, SCHEMA_VERSION_PROPERTY
+from mssql_cdc.sink.tables import create_by_append, ensure_table, table_ref
+
+from _changes import change, changes
+
+
+def _rows(spark):
+    return with_sink_columns(
+        changes(spark, [change(5, 2, 1, "a"), change(6, 4, 1, "b")]), batch_id=0, snapshot=None
+    )
+
+
+def _table(spark, path):
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+    schema = spark.read.format("delta").load(str(path)).schema
+    return schema.json(), detail["description"], detail["properties"]
+
+
+def test_a_new_bronze_table_created_by_its_first_append_is_the_one_create_table_gives(
+    spark, tmp_path
+):
+    rows = _rows(spark)
+    txn, meta = ids.micro_batch("orders", 0), metadata.batch("orders", 0)
+    declared = table_ref(str(tmp_path / "declared"), "target")
+    ensure_table(spark, declared, BRONZE, rows.schema)
+    declared.append(rows, txn, meta, merge_schema=True)
+
+    appended = str(tmp_path / "appended")
+    seen: set = set()
+    BronzeTable(spark, table_ref(appended, "target"), seen=seen).append(rows, txn, meta)
+    assert seen == {table_ref(appended, "target")}
+
+    assert _table(spark, appended) == _table(spark, tmp_path / "declared")
+    schema_json, description, properties = _table(spark, appended)
+    assert description == BRONZE.comment
+    assert properties[SCHEMA_VERSION_PROPERTY] == str(BRONZE.schema_version)
+    comments = {f["name"]: f["metadata"].get("comment") for f in json.loads(schema_json)["fields"]}
+    assert comments["_batch_id"] == BRONZE.column_comments["_batch_id"]
+    assert comments["id"] is None
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{appended}`").orderBy("version").collect()
+    assert [(h.version, h.operation) for h in history] == [
+        (0, "WRITE"),
+        (1, "SET TBLPROPERTIES"),
+    ]
+    assert json.loads(history[0].userMetadata) == {"app_id": "orders", "batch_id": 0}
+
+    # the first commit holds the batch's transaction: its replay is skipped by Delta
+    BronzeTable(spark, table_ref(appended, "target")).append(rows, txn, meta)
+    assert spark.read.format("delta").load(appended).count() == 2
+
+
+def test_a_table_that_exists_or_needs_column_mapping_is_not_created_by_an_append(
+    spark, tmp_path
+):
+    rows = _rows(spark)
+    txn, meta = ids.micro_batch("orders", 0), metadata.batch("orders", 0)
+    existing = table_ref(str(tmp_path / "existing"), "target")
+    ensure_table(spark, existing, BRONZE, rows.schema)
+    assert not create_by_append(spark, existing, BRONZE, rows, txn, meta)
+    assert existing.read(spark).count() == 0
+
+    spaced = spark.createDataFrame(
+        [(1, 0)], StructType([StructField("Unit Price", LongType()), StructField("k", LongType())])
+    )
+    mapped = table_ref(str(tmp_path / "mapped"), "target")
+    assert not create_by_append(spark, mapped, BRONZE, spaced, txn, meta)
+    assert not mapped.exists(spark)
+    # the bronze writer creates it the CREATE TABLE way, with column mapping
+    BronzeTable(spark, mapped).append(spaced, txn, meta)
+    detail = spark.sql(f"DESCRIBE DETAIL {mapped.sql}").first()
+    assert detail["properties"]["delta.columnMapping.mode"] == "name"
+    assert mapped.read(spark).count() == 1
+
+
+def test_a_catalog_table_is_created_by_create_table(spark, tmp_path):
+    """``saveAsTable`` creating a table drops the commit's ``userMetadata``, which the ledger
+    reads: a name is created first, then appended to."""
+    rows = _rows(spark)
+    name = table_ref("bronze_created_by_name", "target")
+    spark.sql("DROP TABLE IF EXISTS bronze_created_by_name")
+    try:
+        txn, meta = ids.micro_batch("orders", 0), metadata.batch("orders", 0)
+        assert not create_by_append(spark, name, BRONZE, rows, txn, meta)
+        BronzeTable(spark, name).append(rows, txn, meta)
+        history = spark.sql(f"DESCRIBE HISTORY {name.sql}").orderBy("version").collect()
+        assert [h.operation for h in history] == ["CREATE TABLE", "WRITE"]
+        assert json.loads(history[1].userMetadata) == {"app_id": "orders", "batch_id": 0}
+    finally:
+        spark.sql("DROP TABLE IF EXISTS bronze_created_by_name")
