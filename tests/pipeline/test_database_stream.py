@@ -222,6 +222,57 @@ def test_the_bronze_rows_are_those_of_a_single_stream(spark, source, tmp_path, m
     assert content(db.bronze("dbo_orders")) == content(single)
 
 
+#: the facts columns a read's metrics files fill (NULL without them)
+_METRIC_COLUMNS = (
+    "source_rtt_ms",
+    "read_seconds",
+    "read_mb",
+    "retention_watermark_ts",
+    "retention_headroom_hours",
+    "source_max_commit_ts",
+    "capture_lag_seconds",
+    "ingestion_lag_seconds",
+)
+
+
+def test_a_table_s_facts_row_holds_its_read_s_metrics_as_its_single_stream_s(
+    spark, source, tmp_path
+):
+    """A range read on the driver writes its metrics files to the table's own directory under
+    the query's checkpoint; the table's facts row folds them: the metric columns its single
+    stream's row has, and the directory left empty after the batch."""
+    _both_changed(source)
+    db = _Db(spark, source, tmp_path)
+    db.run()
+    query = stream(spark, source.options()).to_delta(
+        str(tmp_path / "single"),
+        "single-orders",
+        str(tmp_path / "chk-single"),
+        str(tmp_path / "facts-single"),
+        trigger={"availableNow": True},
+    )
+    query.awaitTermination(600)
+
+    def metrics(facts: str, sink_id: str) -> dict[str, object]:
+        [row] = (
+            spark.read.format("delta")
+            .load(facts)
+            .where(f"app_id = '{sink_id}' AND event IS NULL")
+            .collect()
+        )
+        return {c: row[c] for c in _METRIC_COLUMNS}
+
+    ours = metrics(db.facts, "t-dbo_orders")
+    single = metrics(str(tmp_path / "facts-single"), "single-orders")
+    assert {c for c, v in ours.items() if v is None} == {c for c, v in single.items() if v is None}
+    assert ours["read_mb"] > 0
+    assert ours["source_rtt_ms"] is not None
+    assert ours["source_max_commit_ts"] == single["source_max_commit_ts"]
+    table_dir = tmp_path / "chk" / "db" / "_mssql_cdc_metrics" / "t-dbo_orders"
+    assert table_dir.is_dir()
+    assert list(table_dir.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("stop_at", "landed"),
     [
@@ -679,3 +730,16 @@ def test_a_table_follows_the_add_column_playbook_while_the_stream_runs(spark, so
     notes = {r["id"]: r["note"] for r in bronze.where("_operation IN (2, 4)").collect()}
     assert notes[51] == "changed"
     assert notes[52] == "last"
+    # the reads' events are the table's facts rows, as its single stream records them
+    events = (
+        spark.read.format("delta")
+        .load(db.facts)
+        .where("app_id = 't-dbo_orders' AND event IS NOT NULL")
+        .orderBy("batch_id", "min_lsn")
+        .collect()
+    )
+    assert [e["event"] for e in events] == ["schema_change", "capture_instance_switched"]
+    ddl, switched = events
+    assert "note" in ddl["detail"]
+    assert switched["detail"] == "dbo_orders -> dbo_orders_v2"
+    assert switched["min_lsn"] == switched["max_lsn"] == str(start_v2)

@@ -19,6 +19,7 @@ from mssql_cdc.connection_string import move_password
 from mssql_cdc.options import SourceOptions, parse_options, warn_unknown
 from mssql_cdc.pipeline.arguments import check_trigger, copy_options
 from mssql_cdc.pipeline.fanout import PLACEHOLDER, _instances, expand_template, table_options
+from mssql_cdc.pipeline.locations import database_metrics_paths
 from mssql_cdc.pipeline.start import check_name_free
 from mssql_cdc.sink import (
     DatabaseLedger,
@@ -47,6 +48,8 @@ __all__ = ["leave_database", "parked_tables", "start_database"]
 log = logging.getLogger("mssql_cdc.pipeline")
 
 
+#: the ``metricsPath`` option (lower case): each table's own directory under it
+_METRICS = "metricspath"
 #: options every table of a database stream shares: one database, one login (lower case)
 _ONE_SOURCE = frozenset(
     {"connectionstring", "user", "password", "accesstoken", "accesstokenprovider"}
@@ -140,6 +143,7 @@ def start_database(
             raise ValueError(f"target {target!r} gives {target_ref.text!r} for two instances")
         members.append(DatabaseTable(ci, target_ref, one_app))
     assert facts_ref is not None
+    _place_metrics(location, name, members, per_table)
 
     checks = ServerReads(per_table)
     try:
@@ -160,7 +164,9 @@ def start_database(
         location,
         settings=DatabaseSettings(heartbeat, warm_state_for(trigger), parallel),
     )
-    clock_options = dict(per_table[members[0].capture_instance])
+    clock_options = {  # the clock reads no table: no metrics files
+        k: v for k, v in per_table[members[0].capture_instance].items() if k.lower() != _METRICS
+    }
     writer = (
         spark.readStream.format("mssql_cdc_database")
         .options(**clock_options)
@@ -343,6 +349,31 @@ def _record_parked(
         if m.parked is not None
     }
     DatabaseLedger(spark, facts, name, set()).record_parked(failed)
+
+
+def _place_metrics(
+    location: str,
+    name: str,
+    members: Sequence[DatabaseTable],
+    per_table: dict[str, dict[str, str]],
+) -> None:
+    """Gives each table its metrics directory (``locations.database_metrics_paths``): its
+    reads' ``metricsPath`` option (replacing a shared one, the base) and its sink's."""
+    given = {
+        m.app_id: next(
+            (v for k, v in per_table[m.capture_instance].items() if k.lower() == _METRICS), None
+        )
+        for m in members
+    }
+    paths = database_metrics_paths(location, name, given)
+    for member in members:
+        member.metrics_path = paths[member.app_id]
+        options = {
+            k: v for k, v in per_table[member.capture_instance].items() if k.lower() != _METRICS
+        }
+        if member.metrics_path is not None:
+            options["metricsPath"] = member.metrics_path
+        per_table[member.capture_instance] = options
 
 
 def _settings(

@@ -27,6 +27,7 @@ import hashlib
 import logging
 import os
 import re
+from collections.abc import Mapping
 
 from mssql_cdc._metrics import metrics_dir
 
@@ -34,6 +35,7 @@ __all__ = [
     "DEFAULT_METRICS_DIR",
     "app_dir_name",
     "check_checkpoint",
+    "database_metrics_paths",
     "is_uri",
     "metrics_base",
     "resolve_metrics_path",
@@ -165,3 +167,44 @@ def resolve_metrics_path(
         )
         return None
     return _join(os.path.abspath(checkpoint), DEFAULT_METRICS_DIR)
+
+
+def database_metrics_paths(
+    checkpoint: str, name: str, explicit: Mapping[str, str | None]
+) -> dict[str, str | None]:
+    """The metrics directory of each table of a database stream ``name``, by sink id: under an
+    explicit ``metricsPath`` (the table's option) ``<metricsPath>/<app_id>``, as the table's
+    single stream's; else ``<checkpoint>/_mssql_cdc_metrics/<app_id>`` (the checkpoint is the
+    query's, shared by its tables); ``None`` for every table without one on a URI checkpoint,
+    with one WARNING for the stream.
+
+    Args:
+        explicit: each table's ``metricsPath`` option (``None``: not given), by sink id.
+
+    Raises:
+        ValueError: a ``metricsPath`` the sink cannot open (as :func:`resolve_metrics_path`).
+    """
+    out: dict[str, str | None] = {}
+    missing: list[str] = []
+    for app_id, given in explicit.items():
+        base = metrics_base(given)
+        if base is None and is_uri(checkpoint):
+            out[app_id] = None
+            missing.append(app_id)
+            continue
+        if base is None:
+            base = _join(os.path.abspath(checkpoint), DEFAULT_METRICS_DIR)
+        out[app_id] = path = _join(base, app_dir_name(app_id))
+        if given is not None:
+            metrics_dir(path)  # raises ValueError when pyarrow.fs cannot open it
+    if missing:
+        log.warning(
+            "%s: the checkpoint %s is a URI, so %d table(s) get no metrics directory; their "
+            "facts keep their counts but the read, retention and lag columns stay NULL and "
+            "the reads' events are not recorded: set the metricsPath option to a directory "
+            "the driver can write (a Volume, or a URI pyarrow.fs opens)",
+            name,
+            checkpoint,
+            len(missing),
+        )
+    return out

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
+from mssql_cdc._metrics import metrics_dir
 from mssql_cdc.errors import DataLossError, SchemaChangedError, SqlServerError, find_error
 from mssql_cdc.sink.delta import WARM_BETWEEN_BATCHES, WARM_WITHIN_BATCH, DeltaSink, warm_mode
 from mssql_cdc.sink.facts import (
@@ -150,6 +151,9 @@ class DatabaseTable:
     #: why the table is left out of this run before it starts (its bootstrap failed; its
     #: ``table_parked`` row was written then, not by the sink)
     parked: str | None = None
+    #: the table's metrics directory, its reads' ``metricsPath`` (``None``: no metric
+    #: columns, no event rows)
+    metrics_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -592,7 +596,7 @@ class DatabaseSink:
             table.target,
             table.app_id,
             self.facts,
-            None,
+            None if table.metrics_path is None else metrics_dir(table.metrics_path),
             None,
             warm_state=self.settings.warm_state,
             identity_checked=True,  # by _check_identity, for all tables at once
@@ -722,6 +726,7 @@ class DatabaseSink:
         facts: list[FactRow] = []
         try:
             began, started_at = time.monotonic(), utc_now()
+            state.sink.clear_partition_files()  # the read writes the batch's own
             read = self.source.read(spark, ci, state.position, upto)
             planned = time.monotonic()
             if isinstance(read, tuple) and read[1].num_rows == 0 and (state.ours or state.last < 0):
@@ -735,7 +740,12 @@ class DatabaseSink:
                     else read
                 )
                 state.sink.write_table_batch(
-                    rows, version, end, checked=state.ours, facts_rows=facts
+                    rows,
+                    version,
+                    end,
+                    checked=state.ours,
+                    facts_rows=facts,
+                    metered=isinstance(read, tuple),  # read here: its files written
                 )
             finished = time.monotonic()
         except Exception as exc:

@@ -252,6 +252,8 @@ class DeltaSink:
         self._warm_state = warm_mode(warm_state)
         #: where a database stream's batch wants its facts rows (not committed here)
         self._deferred: list[FactRow] | None = None
+        #: a database stream's batch whose read wrote no metrics files (``write_table_batch``)
+        self._unmetered = False
 
     def __repr__(self) -> str:
         return (
@@ -274,6 +276,7 @@ class DeltaSink:
         *,
         checked: bool,
         facts_rows: list[FactRow],
+        metered: bool = True,
     ) -> None:
         """One micro-batch of a table of a database stream (``sink.database_sink``): the steps
         of the module doc, with the batch's end given (the database stream's offset, not this
@@ -282,15 +285,21 @@ class DeltaSink:
         ``checked``: the table's newest micro-batch was committed by this run (the rewind rule
         need not read the tables: batch ids of a table in a database stream skip the batches
         it was idle in); else the rule reads them, as on a run's first batch. Nothing is warmed:
-        the database stream has the states computed after its facts commit."""
+        the database stream has the states computed after its facts commit. The metrics
+        partition files are not deleted first: the database stream did before its read
+        (``clear_partition_files``). ``metered``: the read wrote metrics files (a read on the
+        driver); else (a batch read by Spark's tasks, which writes none) the metric columns
+        stay NULL without a warning."""
         if checked:
             self._expected = batch_id
+        self._unmetered = not metered
         beside: list[threading.Thread] = []
         self._deferred = facts_rows
         try:
             self._batch(df, int(batch_id), beside, end)
         finally:
             self._deferred = None
+            self._unmetered = False
             _join(beside)
 
     def record_empty_batch(
@@ -307,7 +316,17 @@ class DeltaSink:
         facts_rows.append(
             BatchRow(batch_id, counts, self._fold(counts, end), started_at, duration_ms)
         )
+        if self.metrics is not None:  # the read's events (a range skipped, a schema change)
+            facts_rows += EventRow.from_files(batch_id, self.metrics.events())
+            self.metrics.clear()
         self._expected = batch_id + 1
+
+    def clear_partition_files(self) -> None:
+        """Deletes the metrics partition files of earlier attempts (as a batch's first step
+        does), for a database stream to call before it reads the table's range on the driver:
+        the files that read writes are the batch's, which ``write_table_batch`` then folds."""
+        if self.metrics is not None:
+            self._delete_partition_files(self.metrics)
 
     def _batch(
         self,
@@ -323,7 +342,8 @@ class DeltaSink:
         steps = _Steps()
         spark = df.sparkSession
         ledger = self._ledger(spark)
-        decision, end = self._prepare(ledger, df, batch_id)
+        # a database stream's batch (``given_end``) deleted the old files before its read
+        decision, end = self._prepare(ledger, df, batch_id, clear=given_end is None)
         if given_end is not None:
             end = given_end
         steps.lap("checks")
@@ -403,10 +423,11 @@ class DeltaSink:
         return Ledger(StreamTables(spark, self.target, self.facts, self._existing), self.app_id)
 
     def _prepare(
-        self, ledger: Ledger, df: DataFrame, batch_id: int
+        self, ledger: Ledger, df: DataFrame, batch_id: int, *, clear: bool = True
     ) -> tuple[BatchDecision, dict[str, str] | None]:
         """Steps 1 and 2: the checks, the rewind rule's verdict (with what the tables record
-        when it was read) and the batch's end from the offset log; old partition files gone."""
+        when it was read) and the batch's end from the offset log; old partition files gone
+        (``clear``)."""
         self._check_columns(df)
         if self.facts is not None and not self._checked:
             ledger.check_facts_not_target()
@@ -418,7 +439,7 @@ class DeltaSink:
         decision = BatchDecision()
         if self.facts is not None and batch_id != self._expected:
             decision = ledger.decide(batch_id)
-        if self.metrics is not None:
+        if self.metrics is not None and clear:
             self._delete_partition_files(self.metrics)
         return decision, end
 
@@ -520,7 +541,7 @@ class DeltaSink:
         return folded
 
     def _fold_files(self, counts: BatchCounts) -> FoldedMetrics:
-        if self.metrics is None:
+        if self.metrics is None or self._unmetered:
             return FoldedMetrics()
         parts = self.metrics.partitions()
         if not parts and counts.rows and self.facts is not None and not self._warned_no_metrics:

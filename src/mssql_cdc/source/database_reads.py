@@ -30,9 +30,8 @@ __all__ = ["ServerReads"]
 
 T = TypeVar("T")
 
-#: options a table's batch read of a database stream leaves out (the read's range is the
-#: stream's; its metrics are not folded)
-_DROPPED = frozenset({"metricspath", "startinglsn", "endinglsn"})
+#: options a table's read of a database stream leaves out (the read's range is the stream's)
+_DROPPED = frozenset({"startinglsn", "endinglsn"})
 
 
 class ServerReads:
@@ -109,13 +108,14 @@ class ServerReads:
         """The instance's changes ``(after, upto]`` (``after`` ``None``: from its
         ``startingLsn``): read here when they are fewer than ``local_read.LOCAL_ROWS`` (the
         batch read's plan and task code in this process: the schema and the rows, which the
-        sink hands to Spark), else a batch read (``format("mssql_cdc")``) that the sink's
-        write reads."""
+        sink hands to Spark; the metrics and event files written to the table's
+        ``metricsPath``), else a batch read (``format("mssql_cdc")``, no metrics files) that
+        the sink's write reads."""
         table = self.options[capture_instance]
         opts = {k: v for k, v in table.items() if k.lower() not in _DROPPED}
         opts["startingLsn"] = after if after is not None else _starting(table) or "earliest"
         opts["endingLsn"] = upto
-        if self.local:
+        if self.local:  # with the table's metricsPath: its files for the table's facts row
             from mssql_cdc.source import local_read  # noqa: PLC0415 (it imports PySpark)
 
             parsed = parse_options(opts)
@@ -133,6 +133,8 @@ class ServerReads:
             if found is not None:
                 self._schemas[capture_instance] = found[0]
                 return found
+        # a batch read writes no metrics files (its reader refuses metricsPath)
+        opts = {k: v for k, v in opts.items() if k.lower() != "metricspath"}
         return spark.read.format("mssql_cdc").options(**opts).load()
 
     def start(self, capture_instance: str, upto: str) -> str | None:

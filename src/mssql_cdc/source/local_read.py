@@ -41,15 +41,15 @@ def read_locally(
 ) -> tuple[StructType, pa.Table] | None:
     """The changes ``startingLsn < LSN <= endingLsn`` of ``options``' capture instance, read in
     this process when they are fewer than :data:`LOCAL_ROWS`: the schema (``schema``, else
-    inferred: one catalog read) and the rows, exactly the batch read's. ``None`` for a larger
-    range (read it with ``spark.read``).
+    inferred: one catalog read) and the rows, exactly the batch read's; with ``metricsPath``,
+    the read's metrics and event files written there, as a stream's tasks write them. ``None``
+    for a larger range (read it with ``spark.read``).
 
     Raises:
         DataLossError: changes of the range were purged and ``failOnDataLoss`` is true.
         ValueError: ``endingLsn`` past the newest commit.
         SchemaChangedError, PermissionError, SqlServerError: as the batch read.
     """
-    options = dataclasses.replace(options, metrics_path=None)  # no metrics files: as the batch
     struct = schema if schema is not None else _infer(options)
     # planned by rows alone (numPartitions left out): one partition below LOCAL_ROWS
     counting = dataclasses.replace(options, num_partitions=None)
