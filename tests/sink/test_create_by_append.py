@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 
+from _changes import change, changes
 from pyspark.sql.types import LongType, StructField, StructType
 
 from mssql_cdc.sink.bronze import BronzeTable, with_sink_columns
 from mssql_cdc.sink.ledger import ids, metadata
 from mssql_cdc.sink.schemas import BRONZE, SCHEMA_VERSION_PROPERTY
 from mssql_cdc.sink.tables import create_by_append, ensure_table, table_ref
-
-from _changes import change, changes
 
 
 def _rows(spark):
@@ -62,21 +61,19 @@ def test_a_new_bronze_table_created_by_its_first_append_is_the_one_create_table_
     assert spark.read.format("delta").load(appended).count() == 2
 
 
-def test_a_table_that_exists_or_needs_column_mapping_is_not_created_by_an_append(
-    spark, tmp_path
-):
+def test_a_table_that_exists_or_needs_column_mapping_is_not_created_by_an_append(spark, tmp_path):
     rows = _rows(spark)
     txn, meta = ids.micro_batch("orders", 0), metadata.batch("orders", 0)
     existing = table_ref(str(tmp_path / "existing"), "target")
     ensure_table(spark, existing, BRONZE, rows.schema)
-    assert not create_by_append(spark, existing, BRONZE, rows, txn, meta)
+    assert not create_by_append(spark, existing, BRONZE, rows, txn=txn, metadata=meta)
     assert existing.read(spark).count() == 0
 
     spaced = spark.createDataFrame(
         [(1, 0)], StructType([StructField("Unit Price", LongType()), StructField("k", LongType())])
     )
     mapped = table_ref(str(tmp_path / "mapped"), "target")
-    assert not create_by_append(spark, mapped, BRONZE, spaced, txn, meta)
+    assert not create_by_append(spark, mapped, BRONZE, spaced, txn=txn, metadata=meta)
     assert not mapped.exists(spark)
     # the bronze writer creates it the CREATE TABLE way, with column mapping
     BronzeTable(spark, mapped).append(spaced, txn, meta)
@@ -93,7 +90,7 @@ def test_a_catalog_table_is_created_by_create_table(spark, tmp_path):
     spark.sql("DROP TABLE IF EXISTS bronze_created_by_name")
     try:
         txn, meta = ids.micro_batch("orders", 0), metadata.batch("orders", 0)
-        assert not create_by_append(spark, name, BRONZE, rows, txn, meta)
+        assert not create_by_append(spark, name, BRONZE, rows, txn=txn, metadata=meta)
         BronzeTable(spark, name).append(rows, txn, meta)
         history = spark.sql(f"DESCRIBE HISTORY {name.sql}").orderBy("version").collect()
         assert [h.operation for h in history] == ["CREATE TABLE", "WRITE"]

@@ -55,7 +55,7 @@ class _Source:
         self.asked.append((tuple(names), after, upto))
         return {n for n in names if n in self.changes.get(after, set())}
 
-    def read(self, spark, capture_instance, after, upto):  # pragma: no cover (not read here)
+    def read(self, spark, capture_instance, after, upto, upto_commit_ts=""):  # pragma: no cover
         raise AssertionError("no read in these tests")
 
     def start(self, capture_instance, upto):  # pragma: no cover
@@ -235,3 +235,7 @@ def test_only_a_table_written_in_the_batch_before_has_its_bronze_state_warmed(mo
     asked.clear()
     sink._warm_next(None, False, [states["once"]], 5)  # no facts commit: nothing for facts
     assert asked == []
+    # a run's batch 0: no table was written in a batch before it
+    fresh = sink._state(sink.tables[0], None)
+    sink._warm_next(None, True, [fresh], 0)
+    assert asked == [("/tmp/facts", True)]

@@ -143,7 +143,7 @@ def start_database(
             raise ValueError(f"target {target!r} gives {target_ref.text!r} for two instances")
         members.append(DatabaseTable(ci, target_ref, one_app))
     assert facts_ref is not None
-    _place_metrics(location, name, members, per_table)
+    clock_options = _place_metrics(location, name, members, per_table)
 
     checks = ServerReads(per_table)
     try:
@@ -164,9 +164,6 @@ def start_database(
         location,
         settings=DatabaseSettings(heartbeat, warm_state_for(trigger), parallel),
     )
-    clock_options = {  # the clock reads no table: no metrics files
-        k: v for k, v in per_table[members[0].capture_instance].items() if k.lower() != _METRICS
-    }
     writer = (
         spark.readStream.format("mssql_cdc_database")
         .options(**clock_options)
@@ -356,9 +353,10 @@ def _place_metrics(
     name: str,
     members: Sequence[DatabaseTable],
     per_table: dict[str, dict[str, str]],
-) -> None:
+) -> dict[str, str]:
     """Gives each table its metrics directory (``locations.database_metrics_paths``): its
-    reads' ``metricsPath`` option (replacing a shared one, the base) and its sink's."""
+    reads' ``metricsPath`` option (replacing a shared one, the base) and its sink's. Returns
+    the clock's options: the first table's without ``metricsPath`` (the clock reads none)."""
     given = {
         m.app_id: next(
             (v for k, v in per_table[m.capture_instance].items() if k.lower() == _METRICS), None
@@ -374,6 +372,8 @@ def _place_metrics(
         if member.metrics_path is not None:
             options["metricsPath"] = member.metrics_path
         per_table[member.capture_instance] = options
+    first = per_table[members[0].capture_instance]
+    return {k: v for k, v in first.items() if k.lower() != _METRICS}
 
 
 def _settings(

@@ -130,11 +130,13 @@ class BronzeTable:
                 needs Delta column mapping, which the table lacks.
         """
         try:
-            if self.seen is None or self.ref not in self.seen:
-                if create_by_append(self.spark, self.ref, BRONZE, rows, txn, metadata):
-                    if self.seen is not None:
-                        self.seen.add(self.ref)
-                    return
+            unseen = self.seen is None or self.ref not in self.seen
+            if unseen and create_by_append(
+                self.spark, self.ref, BRONZE, rows, txn=txn, metadata=metadata
+            ):
+                if self.seen is not None:
+                    self.seen.add(self.ref)
+                return
             ensure_table(self.spark, self.ref, BRONZE, rows.schema, seen=self.seen)
             self.ref.append(rows, txn, metadata, merge_schema=True)
         except Exception as exc:

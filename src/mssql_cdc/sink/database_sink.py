@@ -129,11 +129,17 @@ class DatabaseSource(Protocol):
         """The instance names among ``names`` with changes in ``(after, upto]``."""
 
     def read(
-        self, spark: SparkSession, capture_instance: str, after: str | None, upto: str
+        self,
+        spark: SparkSession,
+        capture_instance: str,
+        after: str | None,
+        upto: str,
+        upto_commit_ts: str = "",
     ) -> DataFrame | tuple[StructType, pa.Table]:
         """The instance's changes ``(after, upto]`` (``after`` ``None``: from the instance's
         ``startingLsn`` option): a DataFrame to read, or the rows already read, with their
-        schema."""
+        schema. ``upto_commit_ts``: the commit time of ``upto`` as the clock's offset gives it
+        (the read's end for its metrics; ``""``: unknown)."""
 
     def start(self, capture_instance: str, upto: str) -> str | None:
         """Where a table new to the stream starts: an LSN taken as processed, or ``None``
@@ -380,7 +386,7 @@ class DatabaseSink:
         for state in written:
             # (not ``last``: a table that just joined has its previous micro-batch id as
             # ``last`` too, and a first run's batch would warm every table it created)
-            if state.written_batch == batch_id - 1:
+            if 0 <= state.written_batch == batch_id - 1:
                 WARMER.request(spark, state.table.target)
 
     # -- a run's first batch --------------------------------------------------------------------
@@ -727,7 +733,7 @@ class DatabaseSink:
         try:
             began, started_at = time.monotonic(), utc_now()
             state.sink.clear_partition_files()  # the read writes the batch's own
-            read = self.source.read(spark, ci, state.position, upto)
+            read = self.source.read(spark, ci, state.position, upto, end.get("commit_ts") or "")
             planned = time.monotonic()
             if isinstance(read, tuple) and read[1].num_rows == 0 and (state.ours or state.last < 0):
                 # nothing to append (a new table whose change table is empty, a range whose

@@ -386,6 +386,7 @@ def create_by_append(
     ref: TableRef,
     kind: TableKind,
     rows: DataFrame,
+    *,
     txn: Txn,
     metadata: str,
 ) -> bool:

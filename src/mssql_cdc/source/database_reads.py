@@ -103,14 +103,19 @@ class ServerReads:
         )
 
     def read(
-        self, spark: SparkSession, capture_instance: str, after: str | None, upto: str
+        self,
+        spark: SparkSession,
+        capture_instance: str,
+        after: str | None,
+        upto: str,
+        upto_commit_ts: str = "",
     ) -> DataFrame | tuple[StructType, pa.Table]:
         """The instance's changes ``(after, upto]`` (``after`` ``None``: from its
         ``startingLsn``): read here when they are fewer than ``local_read.LOCAL_ROWS`` (the
         batch read's plan and task code in this process: the schema and the rows, which the
         sink hands to Spark; the metrics and event files written to the table's
-        ``metricsPath``), else a batch read (``format("mssql_cdc")``, no metrics files) that
-        the sink's write reads."""
+        ``metricsPath``, ``upto_commit_ts`` the end's commit time in them), else a batch read
+        (``format("mssql_cdc")``, no metrics files) that the sink's write reads."""
         table = self.options[capture_instance]
         opts = {k: v for k, v in table.items() if k.lower() not in _DROPPED}
         opts["startingLsn"] = after if after is not None else _starting(table) or "earliest"
@@ -121,7 +126,7 @@ class ServerReads:
             parsed = parse_options(opts)
             known = self._schemas.get(capture_instance)
             try:
-                found = local_read.read_locally(parsed, known)
+                found = local_read.read_locally(parsed, known, upto_commit_ts)
             except SchemaChangedError:
                 if known is None:
                     raise
@@ -129,7 +134,7 @@ class ServerReads:
                 # with a new column, a type widened): inferred again, the union of the
                 # table's instances, as a restarted single stream's; bronze merges it
                 del self._schemas[capture_instance]
-                found = local_read.read_locally(parsed, None)
+                found = local_read.read_locally(parsed, None, upto_commit_ts)
             if found is not None:
                 self._schemas[capture_instance] = found[0]
                 return found

@@ -24,6 +24,7 @@ from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.compat import arrow_schema
 from mssql_cdc.source.datasource import _captured, _infer
 from mssql_cdc.source.entra import ship_token
+from mssql_cdc.source.offsets import make_offset, offset_lsn
 from mssql_cdc.source.planning import MIN_ROWS_PER_PARTITION
 from mssql_cdc.source.reading import ReadSpec, read_changes
 from mssql_cdc.source.stream_driver import StreamPlanner
@@ -37,13 +38,15 @@ _PLAN_PARTS = 1 << 16
 
 
 def read_locally(
-    options: ReaderOptions, schema: StructType | None = None
+    options: ReaderOptions, schema: StructType | None = None, end_commit_ts: str = ""
 ) -> tuple[StructType, pa.Table] | None:
     """The changes ``startingLsn < LSN <= endingLsn`` of ``options``' capture instance, read in
     this process when they are fewer than :data:`LOCAL_ROWS`: the schema (``schema``, else
     inferred: one catalog read) and the rows, exactly the batch read's; with ``metricsPath``,
     the read's metrics and event files written there, as a stream's tasks write them. ``None``
-    for a larger range (read it with ``spark.read``).
+    for a larger range (read it with ``spark.read``). ``end_commit_ts``: the commit time of
+    ``endingLsn`` as a stream's offset carries it (UTC text), for the metrics' end, lags and
+    retention headroom; a batch read's own end knows no time.
 
     Raises:
         DataLossError: changes of the range were purged and ``failOnDataLoss`` is true.
@@ -57,6 +60,8 @@ def read_locally(
     try:
         start = planner.initial_offset()
         end = planner.ending_offset(start)
+        if end_commit_ts and not end.get("commit_ts") and offset_lsn(end) == options.ending_lsn:
+            end = make_offset(offset_lsn(end), end_commit_ts)
         parts = planner.plan(start, end)
         if len(parts) > 1:
             return None
