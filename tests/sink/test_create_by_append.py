@@ -97,3 +97,17 @@ def test_a_catalog_table_is_created_by_create_table(spark, tmp_path):
         assert json.loads(history[1].userMetadata) == {"app_id": "orders", "batch_id": 0}
     finally:
         spark.sql("DROP TABLE IF EXISTS bronze_created_by_name")
+
+
+def test_a_path_whose_creation_a_crash_interrupted_is_created_by_the_append(spark, tmp_path):
+    """Delta makes ``_delta_log`` (and ``_staged_commits`` in it) before it writes the first
+    commit: the first append writes that commit over the empty directory."""
+    path = tmp_path / "interrupted"
+    (path / "_delta_log" / "_staged_commits").mkdir(parents=True)
+    ref = table_ref(str(path), "target")
+    assert not ref.exists(spark)
+    rows = _rows(spark)
+    BronzeTable(spark, ref).append(rows, ids.micro_batch("orders", 0), metadata.batch("orders", 0))
+    assert ref.read(spark).count() == 2
+    detail = spark.sql(f"DESCRIBE DETAIL {ref.sql}").first()
+    assert detail["description"] == BRONZE.comment
