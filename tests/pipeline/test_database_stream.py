@@ -273,6 +273,18 @@ def test_a_table_s_facts_row_holds_its_read_s_metrics_as_its_single_stream_s(
     assert list(table_dir.iterdir()) == []
 
 
+def test_one_run_asks_for_the_cleanup_retention_once_for_all_its_reads(
+    spark, source, emulator, tmp_path
+):
+    """Each read on the driver writes its metrics with the cleanup job's retention (for the
+    headroom column); the run keeps one reader of it for all its reads, which asks SQL Server
+    at most once an hour, not once per table read."""
+    _both_changed(source)
+    before = emulator.statement_count("sp_cdc_help_jobs")
+    _Db(spark, source, tmp_path).run()  # both tables read in one batch
+    assert emulator.statement_count("sp_cdc_help_jobs") - before == 1
+
+
 @pytest.mark.parametrize(
     ("stop_at", "landed"),
     [
@@ -522,8 +534,8 @@ def test_a_range_above_the_driver_read_bound_is_read_by_spark(spark, source, tmp
     seen: list[bool] = []
     read = local_read.read_locally
 
-    def counting(options, schema=None, end_commit_ts=""):
-        found = read(options, schema, end_commit_ts)
+    def counting(options, schema=None, end_commit_ts="", retention=None):
+        found = read(options, schema, end_commit_ts, retention)
         seen.append(found is not None)
         return found
 

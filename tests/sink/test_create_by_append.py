@@ -111,3 +111,34 @@ def test_a_path_whose_creation_a_crash_interrupted_is_created_by_the_append(spar
     assert ref.read(spark).count() == 2
     detail = spark.sql(f"DESCRIBE DETAIL {ref.sql}").first()
     assert detail["description"] == BRONZE.comment
+
+
+def test_an_append_refused_for_a_metadata_change_under_it_is_made_once_more(
+    spark, tmp_path, monkeypatch
+):
+    """A writer that lost the creation race appends to the winner's table while the winner's
+    ``ALTER`` (its comment) lands: Delta refuses the append (its snapshot's metadata changed),
+    nothing of it landed, and the bronze writer appends once more under the same transaction."""
+    from mssql_cdc.sink import tables
+
+    rows = _rows(spark)
+    ref = table_ref(str(tmp_path / "raced"), "target")
+    ensure_table(spark, ref, BRONZE, rows.schema)
+    real = tables.TableRef.append
+    calls: list[int] = []
+
+    def refused_once(self, df, txn, metadata=None, *, merge_schema=False):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError(
+                "[DELTA_METADATA_CHANGED] MetadataChangedException: The metadata of the Delta "
+                "table has been changed by a concurrent update"
+            )
+        real(self, df, txn, metadata, merge_schema=merge_schema)
+
+    monkeypatch.setattr(tables.TableRef, "append", refused_once)
+    BronzeTable(spark, ref, seen={ref}).append(
+        rows, ids.micro_batch("orders", 0), metadata.batch("orders", 0)
+    )
+    assert len(calls) == 2
+    assert ref.read(spark).count() == 2

@@ -12,6 +12,7 @@ read back by the ledger (``ledger.landed``); :func:`change_history` serves the d
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,7 @@ from mssql_cdc.sink.tables import (
     Txn,
     create_by_append,
     ensure_table,
+    metadata_changed,
     needs_column_mapping,
     table_ref,
 )
@@ -39,6 +41,8 @@ __all__ = [
     "type_clash_error",
     "with_sink_columns",
 ]
+
+log = logging.getLogger("mssql_cdc.sink")
 
 #: the sink-added columns, declared in ``schemas``
 _SINK_NAMES = {name for name, _, _ in BRONZE.columns}
@@ -138,7 +142,16 @@ class BronzeTable:
                     self.seen.add(self.ref)
                 return
             ensure_table(self.spark, self.ref, BRONZE, rows.schema, seen=self.seen)
-            self.ref.append(rows, txn, metadata, merge_schema=True)
+            try:
+                self.ref.append(rows, txn, metadata, merge_schema=True)
+            except Exception as exc:
+                if not metadata_changed(exc):
+                    raise
+                # another writer changed bronze's metadata under this commit (the creator of
+                # a new table setting its comment, ADR 0213; a column merged): it did not land,
+                # so once more, under the same transaction
+                log.info("%s: its metadata changed under an append; appending again", self.ref.text)
+                self.ref.append(rows, txn, metadata, merge_schema=True)
         except Exception as exc:
             text = str(exc)
             if any(mark in text for mark in _TYPE_CLASH):

@@ -198,8 +198,8 @@ class _State:
     #: position is recorded every batch, so that it passes the newer instance's start while the
     #: older instance still holds the range before it
     switching: bool = False
-    #: the database batch of this run whose commit holds the table's newest bronze write
-    #: (``-1``: none yet); a table written in two batches in a row is a busy one
+    #: the database batch of this run that last read the table (its bronze commit, or its
+    #: empty range's row; ``-1``: none yet); a table read in two batches in a row is a busy one
     written_batch: int = -1
 
     def version(self, batch_id: int) -> int:

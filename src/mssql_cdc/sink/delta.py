@@ -541,10 +541,18 @@ class DeltaSink:
         return folded
 
     def _fold_files(self, counts: BatchCounts) -> FoldedMetrics:
-        if self.metrics is None or self._unmetered:
+        if self.metrics is None:
             return FoldedMetrics()
-        parts = self.metrics.partitions()
-        if not parts and counts.rows and self.facts is not None and not self._warned_no_metrics:
+        # a database stream's batch read by Spark's tasks wrote no partition files (its
+        # planning's warnings, written on the driver, are folded all the same)
+        parts = [] if self._unmetered else self.metrics.partitions()
+        if (
+            not parts
+            and counts.rows
+            and self.facts is not None
+            and not self._unmetered
+            and not self._warned_no_metrics
+        ):
             self._warned_no_metrics = True
             log.warning(
                 "%s: a batch with rows found no metrics file in %s: the reader's metricsPath "

@@ -38,6 +38,7 @@ __all__ = [
     "create_by_append",
     "create_table",
     "ensure_table",
+    "metadata_changed",
     "needs_column_mapping",
     "normal_path",
     "quote",
@@ -294,6 +295,18 @@ def same_table(spark: SparkSession | None, a: TableRef, b: TableRef) -> bool:
     return location is not None and normal_path(location) == normal_path(pathed.path)
 
 
+#: what Delta says when another writer changed the table's metadata under a commit
+_METADATA_CHANGED = ("DELTA_METADATA_CHANGED", "MetadataChangedException")
+
+
+def metadata_changed(exc: BaseException) -> bool:
+    """Whether ``exc`` is Delta refusing a commit because another writer's commit changed the
+    table's metadata since the commit's snapshot (its comment or properties set, a column
+    merged): the commit did not land."""
+    text = f"{type(exc).__name__} {exc}"
+    return any(marker in text for marker in _METADATA_CHANGED)
+
+
 def _lost_race(exc: BaseException) -> bool:
     text = f"{type(exc).__name__} {exc}"
     return any(marker in text for marker in _RACE_ERRORS)
@@ -399,9 +412,11 @@ def create_by_append(
 
     ``False`` (nothing written) for a catalog name (a ``saveAsTable`` that creates a table
     drops the commit's ``userMetadata``), a table that exists, a column whose name needs
-    column mapping, or a creation that lost the race to another writer: append as usual then.
-    A crash between the two commits leaves the table without its comment and properties
-    (nothing reads them to decide).
+    column mapping, or a creation that lost the race to another writer: append as usual then
+    (to the winner's table; its ``ALTER`` may land under that append, which Delta then refuses
+    with a metadata change: append once more, :func:`metadata_changed`). A crash between the
+    two commits leaves the table without its comment and properties (nothing reads them to
+    decide).
     """
     if ref.path is None or ref.exists(spark):
         return False

@@ -18,6 +18,7 @@ from mssql_cdc.errors import SchemaChangedError
 from mssql_cdc.options import parse_options
 from mssql_cdc.source.catalog import table_instances
 from mssql_cdc.source.client import CdcClient
+from mssql_cdc.source.headroom import RetentionReader
 from mssql_cdc.source.retention import held_instances
 from mssql_cdc.source.retry import with_retry
 
@@ -53,11 +54,14 @@ class ServerReads:
         self._client: CdcClient | None = None
         #: each instance's schema, inferred by its first read of the run
         self._schemas: dict[str, Any] = {}
+        #: the cleanup job's retention for every read's metrics (read at most once an hour)
+        self._retention: RetentionReader | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_client"] = None
         state["_schemas"] = {}
+        state["_retention"] = None
         return state
 
     def __repr__(self) -> str:  # never the options: they hold secrets
@@ -125,8 +129,10 @@ class ServerReads:
 
             parsed = parse_options(opts)
             known = self._schemas.get(capture_instance)
+            if self._retention is None:
+                self._retention = RetentionReader(self.client)
             try:
-                found = local_read.read_locally(parsed, known, upto_commit_ts)
+                found = local_read.read_locally(parsed, known, upto_commit_ts, self._retention)
             except SchemaChangedError:
                 if known is None:
                     raise
@@ -134,7 +140,7 @@ class ServerReads:
                 # with a new column, a type widened): inferred again, the union of the
                 # table's instances, as a restarted single stream's; bronze merges it
                 del self._schemas[capture_instance]
-                found = local_read.read_locally(parsed, None, upto_commit_ts)
+                found = local_read.read_locally(parsed, None, upto_commit_ts, self._retention)
             if found is not None:
                 self._schemas[capture_instance] = found[0]
                 return found

@@ -24,6 +24,7 @@ from mssql_cdc.options import ReaderOptions
 from mssql_cdc.source.compat import arrow_schema
 from mssql_cdc.source.datasource import _captured, _infer
 from mssql_cdc.source.entra import ship_token
+from mssql_cdc.source.headroom import RetentionReader
 from mssql_cdc.source.offsets import make_offset, offset_lsn
 from mssql_cdc.source.planning import MIN_ROWS_PER_PARTITION
 from mssql_cdc.source.reading import ReadSpec, read_changes
@@ -38,7 +39,10 @@ _PLAN_PARTS = 1 << 16
 
 
 def read_locally(
-    options: ReaderOptions, schema: StructType | None = None, end_commit_ts: str = ""
+    options: ReaderOptions,
+    schema: StructType | None = None,
+    end_commit_ts: str = "",
+    retention: RetentionReader | None = None,
 ) -> tuple[StructType, pa.Table] | None:
     """The changes ``startingLsn < LSN <= endingLsn`` of ``options``' capture instance, read in
     this process when they are fewer than :data:`LOCAL_ROWS`: the schema (``schema``, else
@@ -46,7 +50,9 @@ def read_locally(
     the read's metrics and event files written there, as a stream's tasks write them. ``None``
     for a larger range (read it with ``spark.read``). ``end_commit_ts``: the commit time of
     ``endingLsn`` as a stream's offset carries it (UTC text), for the metrics' end, lags and
-    retention headroom; a batch read's own end knows no time.
+    retention headroom; a batch read's own end knows no time. ``retention``: the cleanup job's
+    retention reader the caller keeps for its reads (else one per read: a ``sp_cdc_help_jobs``
+    call each).
 
     Raises:
         DataLossError: changes of the range were purged and ``failOnDataLoss`` is true.
@@ -56,7 +62,9 @@ def read_locally(
     struct = schema if schema is not None else _infer(options)
     # planned by rows alone (numPartitions left out): one partition below LOCAL_ROWS
     counting = dataclasses.replace(options, num_partitions=None)
-    planner = StreamPlanner(counting, _captured(struct), _PLAN_PARTS, max(LOCAL_ROWS // 2, 1))
+    planner = StreamPlanner(
+        counting, _captured(struct), _PLAN_PARTS, max(LOCAL_ROWS // 2, 1), retention=retention
+    )
     try:
         start = planner.initial_offset()
         end = planner.ending_offset(start)

@@ -57,6 +57,8 @@ class StreamPlanner:
         default_partitions: int,
         min_rows_per_partition: int = MIN_ROWS_PER_PARTITION,
         retry_delays: tuple[float, ...] = DELAYS,
+        *,
+        retention: RetentionReader | None = None,
     ) -> None:
         self.options = options
         self.columns = columns
@@ -72,8 +74,9 @@ class StreamPlanner:
         self.target: Commit | None = None
         #: the newest-commit poll, shared with the other streams of this source (ADR 0170)
         self.poll = SharedPoll(options)
-        #: the cleanup job's retention, for the facts' retention headroom (ADR 0171)
-        self.retention = RetentionReader(self.client)
+        #: the cleanup job's retention, for the facts' retention headroom (ADR 0171); a caller
+        #: that plans many reads passes one reader for all (it reads at most once an hour)
+        self.retention = retention if retention is not None else RetentionReader(self.client)
 
     def close(self) -> None:
         self.client.close()
