@@ -364,16 +364,19 @@ def _place_metrics(
         for m in members
     }
     paths = database_metrics_paths(location, name, given)
+    bare = {
+        m.capture_instance: {
+            k: v for k, v in per_table[m.capture_instance].items() if k.lower() != _METRICS
+        }
+        for m in members
+    }
     for member in members:
         member.metrics_path = paths[member.app_id]
-        options = {
-            k: v for k, v in per_table[member.capture_instance].items() if k.lower() != _METRICS
-        }
+        options = dict(bare[member.capture_instance])
         if member.metrics_path is not None:
             options["metricsPath"] = member.metrics_path
         per_table[member.capture_instance] = options
-    first = per_table[members[0].capture_instance]
-    return {k: v for k, v in first.items() if k.lower() != _METRICS}
+    return bare[members[0].capture_instance]
 
 
 def _settings(

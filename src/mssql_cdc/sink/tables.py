@@ -384,14 +384,20 @@ def _create_over_empty_log(
             writer = writer.option(key, value)
     writer.mode("append").save(ref.path)
     rest = {k: v for k, v in properties.items() if not k.startswith("delta.")}
-    rest["comment"] = comment
+    _describe(spark, ref, comment, rest)
+    log.info("created Delta table %s over an empty _delta_log", ref.text)
+
+
+def _describe(spark: SparkSession, ref: TableRef, comment: str, properties: dict[str, str]) -> None:
+    """Sets the table comment and ``properties`` on a table just created by an append, in one
+    ``ALTER TABLE`` commit; once more when another writer's first append landed under it."""
+    described = {**properties, "comment": comment}
     try:
-        run_alter_properties(spark, ref.sql, rest)
-    except Exception as exc:  # a first append by another writer at that moment: once more
+        run_alter_properties(spark, ref.sql, described)
+    except Exception as exc:
         if not _lost_race(exc):
             raise
-        run_alter_properties(spark, ref.sql, rest)
-    log.info("created Delta table %s over an empty _delta_log", ref.text)
+        run_alter_properties(spark, ref.sql, described)
 
 
 def create_by_append(
@@ -436,14 +442,7 @@ def create_by_append(
             raise
         log.info("%s was created by another writer at the same time; appending to it", ref.text)
         return False
-    rest = dict(kind.properties())
-    rest["comment"] = kind.comment
-    try:
-        run_alter_properties(spark, ref.sql, rest)
-    except Exception as exc:  # another writer's first append at that moment: once more
-        if not _lost_race(exc):
-            raise
-        run_alter_properties(spark, ref.sql, rest)
+    _describe(spark, ref, kind.comment, kind.properties())
     log.info("created Delta table %s with its first commit", ref.text)
     return True
 
