@@ -46,6 +46,20 @@ class _NoSpark:
         (["a"], {"bootstrap": "yes"}, TypeError, r"bootstrap must be True or False"),
         (["a"], {"bootstrap": True, "snapshot": "some"}, ValueError, r"'full' or 'chunked'"),
         (["a"], {"snapshot": "chunked"}, ValueError, r"it needs bootstrap=True"),
+        (["a"], {"on_data_loss": "skip"}, ValueError, r"on_data_loss must be 'fail' or"),
+        (["a"], {"resnapshot_interval_days": -1}, ValueError, r"resnapshot_interval_days must"),
+        (
+            {"a": {"failOnDataLoss": "false"}},
+            {"on_data_loss": "resnapshot"},
+            ValueError,
+            r"needs failOnDataLoss=true",
+        ),
+        (
+            ["a"],
+            {"on_data_loss": "resnapshot", "checkpoint": "s3://b/chk/db"},
+            ValueError,
+            r"'s3://b/chk/db' is a URI",
+        ),
         (
             {"a": {"startingLsn": "latest"}},
             {"bootstrap": True},
@@ -757,3 +771,152 @@ def test_a_table_follows_the_add_column_playbook_while_the_stream_runs(spark, so
     assert "note" in ddl["detail"]
     assert switched["detail"] == "dbo_orders -> dbo_orders_v2"
     assert switched["min_lsn"] == switched["max_lsn"] == str(start_v2)
+
+
+# -- re-snapshots after data loss ---------------------------------------------------------------
+
+
+def _purge_while_stopped(source, emulator, first_id: int) -> None:
+    """Changes of dbo.orders captured while the stream is stopped, then two days later more,
+    and CDC cleanup purging the first ones (retention one hour; dbo.other's change table is
+    cleaned up too)."""
+    import datetime as dt
+
+    source.sql(f"UPDATE dbo.orders SET qty = qty + 100 WHERE id < {first_id}")
+    source.sql(f"INSERT INTO dbo.orders VALUES ({first_id}, N'lost', 1)")
+    source.scan()
+    emulator.advance_clock(dt.timedelta(days=2))
+    source.sql(f"INSERT INTO dbo.orders VALUES ({first_id + 1}, N'kept', 2)")
+    source.sql(f"UPDATE dbo.orders SET name = N'late' WHERE id = {first_id}")
+    _other(source, first_id)
+    source.scan()
+    assert emulator.cleanup(retention_minutes=60) > 0
+
+
+def _rebuilt(spark, path: str, columns: tuple[str, ...]) -> list[tuple[object, ...]]:
+    """What a downstream table rebuilds from bronze's newest snapshot: its rows, then every
+    change after it in commit order; the latest image per key, deleted keys left out."""
+    df = spark.read.format("delta").load(path)
+    snapshot = df.where("_operation = 0").agg({"_snapshot": "max"}).collect()[0][0]
+    base = df.where(f"_operation = 0 AND _snapshot = '{snapshot}'").collect()
+    changes = df.where(f"_operation <> 0 AND _start_lsn > '{snapshot}'").orderBy(*ORDER).collect()
+    latest = {r["id"]: r for r in base}
+    for r in changes:
+        latest[r["id"]] = r
+    return sorted(tuple(r[c] for c in columns) for r in latest.values() if r["_operation"] != 1)
+
+
+def _members(spark, facts: str) -> list[tuple[str, str]]:
+    rows = spark.read.format("delta").load(facts).where("event LIKE 'database_%'").collect()
+    return sorted((r["app_id"], r["event"]) for r in rows)
+
+
+def test_a_table_whose_changes_were_purged_is_re_snapshotted_into_its_next_generation(
+    spark, source, emulator, tmp_path
+):
+    source.workload(1, scan=False)
+    _other(source, 1)
+    source.scan()
+    db = _Db(spark, source, tmp_path)
+    db.run(bootstrap=True)
+    _purge_while_stopped(source, emulator, 10)
+
+    # with on_data_loss="fail" (the default) both tables are parked with the data-loss error
+    db.run()
+    assert sorted(parked_tables(spark, name="db", facts_table=db.facts)) == [
+        "dbo_orders",
+        "dbo_other",
+    ]
+
+    db.run(on_data_loss="resnapshot")
+    facts = spark.read.format("delta").load(db.facts)
+    resnapshots = facts.where("event = 'resnapshot'").collect()
+    assert sorted(r["app_id"] for r in resnapshots) == ["t-dbo_orders.g1", "t-dbo_other.g1"]
+    assert all(r["lost_from_ts"] is not None for r in resnapshots)
+    assert _rebuilt(spark, db.bronze("dbo_orders"), ("id", "name", "qty")) == source.table()
+    notes = source.sql("SELECT id, note FROM dbo.other ORDER BY id")
+    assert _rebuilt(spark, db.bronze("dbo_other"), ("id", "note")) == [
+        (r["id"], r["note"]) for r in notes
+    ]
+    assert parked_tables(spark, name="db", facts_table=db.facts) == {}  # re-snapshotted
+    table_dir = tmp_path / "chk" / "db" / "_mssql_cdc_tables" / "t-dbo_orders"
+    state = json.loads((table_dir / "_mssql_cdc_generation.json").read_text())
+    assert state["generation"] == 1
+    assert "recovering" not in state
+
+    # the next run goes on in generation 1 (on_data_loss="fail" too): the new changes once
+    source.workload(30)
+    db.run()
+    assert _members(spark, db.facts) == [  # the new generations joined, the old ones left
+        ("t-dbo_orders", "database_joined"),
+        ("t-dbo_orders", "database_left"),
+        ("t-dbo_orders.g1", "database_joined"),
+        ("t-dbo_other", "database_joined"),
+        ("t-dbo_other", "database_left"),
+        ("t-dbo_other.g1", "database_joined"),
+    ]
+    assert _rebuilt(spark, db.bronze("dbo_orders"), ("id", "name", "qty")) == source.table()
+    g1 = db.batch_rows("t-dbo_orders.g1")
+    assert [b for b, _ in g1] == list(range(len(g1)))
+    assert sum(n for _, n in g1) == 11  # workload(30)'s change rows, nothing of before
+    assert len(facts.where("event = 'resnapshot'").collect()) == 2  # no second re-snapshot
+
+    # and out: its single stream goes on in generation 1 from a seeded checkpoint
+    last = leave_database(
+        spark,
+        name="db",
+        target=db.bronze("dbo_orders"),
+        app_id="t-dbo_orders",
+        facts_table=db.facts,
+        database_checkpoint=str(tmp_path / "chk" / "db"),
+        checkpoint=str(tmp_path / "chk-out"),
+    )
+    assert last == g1[-1][0]
+    source.workload(40)
+    query = stream(spark, source.options()).to_delta(
+        db.bronze("dbo_orders"),
+        "t-dbo_orders",
+        str(tmp_path / "chk-out"),
+        db.facts,
+        trigger={"availableNow": True},
+    )
+    query.awaitTermination(600)
+    assert query.exception() is None
+    assert query.name == "t-dbo_orders.g1"
+    assert db.batch_rows("t-dbo_orders.g1")[-1] == (last + 1, 11)
+    assert _rebuilt(spark, db.bronze("dbo_orders"), ("id", "name", "qty")) == source.table()
+
+
+def test_a_second_loss_within_the_interval_parks_the_table(spark, source, emulator, tmp_path):
+    source.workload(1)
+    db = _Db(spark, source, tmp_path)
+    db.run(["dbo_orders"], bootstrap=True)
+    _purge_while_stopped(source, emulator, 10)
+    db.run(["dbo_orders"], on_data_loss="resnapshot", snapshot="chunked")
+    facts = spark.read.format("delta").load(db.facts)
+    opened = facts.where("event = 'snapshot_open' AND app_id = 't-dbo_orders.g1'").collect()
+    assert len(opened) == 1  # chunked: opened for backfill(), read by it
+    _purge_while_stopped(source, emulator, 20)
+    db.run(["dbo_orders"], on_data_loss="resnapshot", resnapshot_interval_days=7)
+    found = parked_tables(spark, name="db", facts_table=db.facts)
+    assert list(found) == ["dbo_orders"]
+    assert "resnapshot_interval_days=7" in found["dbo_orders"]
+
+
+def test_a_table_killed_inside_a_batch_and_then_purged_is_re_snapshotted(
+    spark, source, emulator, tmp_path
+):
+    source.workload(1)
+    db = _Db(spark, source, tmp_path)
+    db.run(["dbo_orders"])
+    source.workload(5)
+    # its bronze commit of the next batch landed, the batch's facts commit did not
+    _run_stopping_at(db, ["dbo_orders"], "database_facts", "before")
+    _purge_while_stopped(source, emulator, 10)
+    db.run(["dbo_orders"], on_data_loss="resnapshot")
+    source.workload(30)
+    db.run(["dbo_orders"])  # the old generation leaves with its unfinished batch
+    assert _rebuilt(spark, db.bronze("dbo_orders"), ("id", "name", "qty")) == source.table()
+    assert ("t-dbo_orders", "database_left") in _members(spark, db.facts)
+    assert sum(n for _, n in db.batch_rows("t-dbo_orders.g1")) == 11
+    assert parked_tables(spark, name="db", facts_table=db.facts) == {}

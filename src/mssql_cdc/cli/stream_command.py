@@ -81,6 +81,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--bootstrap", action="store_true", help="load the table's rows first")
     parser.add_argument(
+        "--on-data-loss",
+        choices=("fail", "resnapshot"),
+        default="fail",
+        help="what a start does when CDC cleanup purged changes a table still needs: fail "
+        "(default) or resnapshot (re-snapshot the table into its next generation first; needs "
+        "--facts-table; see docs/data-loss.md)",
+    )
+    parser.add_argument(
         "--database-stream",
         metavar="NAME",
         help="with several capture instances: run them in one query, a database stream of this "
@@ -404,6 +412,7 @@ def _run_database(
         name=args.database_stream,
         trigger=trigger,
         bootstrap=args.bootstrap,
+        on_data_loss=args.on_data_loss,
     )
     print(f"{query.name}: streaming {len(instances)} capture instances", file=out)
     try:
@@ -467,6 +476,7 @@ def _run_one(
             trigger=trigger,
             query_name=args.query_name,
             bootstrap=args.bootstrap,
+            on_data_loss=args.on_data_loss,
         )
     print(f"{query.name}: streaming {ci} into {args.target}", file=out)
     stopped = False
@@ -506,6 +516,7 @@ def _run_many(
             facts_table=args.facts_table,
             trigger=trigger,
             bootstrap=args.bootstrap,
+            on_data_loss=args.on_data_loss,
         )
     for ci, query in queries.items():
         print(f"{query.name}: streaming {ci}", file=out)

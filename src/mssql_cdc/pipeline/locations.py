@@ -32,10 +32,12 @@ from collections.abc import Mapping
 from mssql_cdc._metrics import metrics_dir
 
 __all__ = [
+    "DATABASE_TABLES_DIR",
     "DEFAULT_METRICS_DIR",
     "app_dir_name",
     "check_checkpoint",
     "database_metrics_paths",
+    "database_table_dir",
     "is_uri",
     "metrics_base",
     "resolve_metrics_path",
@@ -167,6 +169,20 @@ def resolve_metrics_path(
         )
         return None
     return _join(os.path.abspath(checkpoint), DEFAULT_METRICS_DIR)
+
+
+#: under a database stream's checkpoint: one directory per table (by its app_id), holding the
+#: table's generation state file as a single stream's checkpoint holds it
+DATABASE_TABLES_DIR = "_mssql_cdc_tables"
+
+
+def database_table_dir(checkpoint: str, app_id: str) -> str:
+    """Where a database stream with ``checkpoint`` keeps the generation state of its table
+    ``app_id`` (the app_id the template gives, not a generation's sink id):
+    ``<checkpoint>/_mssql_cdc_tables/<app_id>``. A URI checkpoint gives a URI, which the state
+    file's reader takes as generation 0 (a re-snapshot needs a local checkpoint)."""
+    base = checkpoint if is_uri(checkpoint) else os.path.abspath(checkpoint)
+    return _join(_join(base, DATABASE_TABLES_DIR), app_dir_name(app_id))
 
 
 def database_metrics_paths(

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from mssql_cdc.pipeline.platform import Platform
     from mssql_cdc.types import OnDataLoss
 
-__all__ = ["StartPlan", "ToDeltaArgs", "plan_start"]
+__all__ = ["StartPlan", "ToDeltaArgs", "check_resnapshot", "plan_start"]
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,13 @@ class StartPlan:
         return warm_state_for(self.trigger)
 
 
-def _check_resnapshot(checkpoint: str, facts: TableRef | None, parsed: ReaderOptions) -> None:
+def check_resnapshot(checkpoint: str, facts: TableRef | None, parsed: ReaderOptions) -> None:
+    """What ``on_data_loss="resnapshot"`` needs (a stream's, or a database stream's table's):
+    a facts table, ``failOnDataLoss=true``, and a checkpoint Python reads where Spark writes.
+
+    Raises:
+        ValueError: naming what is missing and the fix.
+    """
     what = "on_data_loss='resnapshot'"
     if facts is None:
         raise ValueError(
@@ -138,7 +144,7 @@ def plan_start(
             "startingLsn option, or pass bootstrap=False"
         )
     if recovery.resnapshot:
-        _check_resnapshot(checkpoint, facts, parsed)
+        check_resnapshot(checkpoint, facts, parsed)
     chunked = args.bootstrap and recovery.snapshot == "chunked"
     if chunked and facts is None:
         raise ValueError(

@@ -63,6 +63,8 @@ from mssql_cdc.sink.ledger import (
     member_row,
     parked_row,
 )
+from mssql_cdc.sink.ledger.ids import belongs
+from mssql_cdc.sink.ledger.ids import sink_id as generation_sink_id
 from mssql_cdc.sink.tables import TableRef, table_ref
 from mssql_cdc.sink.warmup import WARMER, run_each
 
@@ -148,18 +150,26 @@ class DatabaseSource(Protocol):
 
 @dataclass
 class DatabaseTable:
-    """One capture instance of a database stream and its bronze table (a sink id of
-    generation 0: ``app_id``)."""
+    """One capture instance of a database stream, its bronze table and its ``app_id`` (as the
+    stream's template gives it), in its live generation (docs/generations.md): its sink id is
+    ``app_id`` in generation 0, ``<app_id>.g<n>`` in generation ``n`` after a re-snapshot."""
 
     capture_instance: str
     target: TableRef
     app_id: str
+    #: the table's live generation (``pipeline.database_generations`` sets it before the start)
+    generation: int = 0
     #: why the table is left out of this run before it starts (its bootstrap failed; its
     #: ``table_parked`` row was written then, not by the sink)
     parked: str | None = None
     #: the table's metrics directory, its reads' ``metricsPath`` (``None``: no metric
     #: columns, no event rows)
     metrics_path: str | None = None
+
+    @property
+    def sink_id(self) -> str:
+        """The sink id the table writes under (``txnAppId``, facts ``app_id``)."""
+        return generation_sink_id(self.app_id, self.generation)
 
 
 @dataclass(frozen=True)
@@ -315,7 +325,7 @@ class DatabaseSink:
         rows = [row for _, batch_rows in written for row in batch_rows]
         rows += [row for row, _ in beats] + [
             TableRow(
-                s.table.app_id,
+                s.table.sink_id,
                 s.table.target.text,
                 parked_row(
                     self.app_id,
@@ -425,7 +435,7 @@ class DatabaseSink:
             ValueError: a member no longer listed has a batch in bronze without its facts row
                 (it must be finished before the table leaves).
         """
-        sinks = [t.app_id for t in self.tables]
+        sinks = [t.sink_id for t in self.tables]
         members = ledger.members()
         leaving = [sid for sid, m in members.items() if m.joined and sid not in set(sinks)]
         last = ledger.last_batches(sinks + leaving)
@@ -433,8 +443,8 @@ class DatabaseSink:
         rows: list[TableRow] = []
         joining: list[_State] = []
         for table in self.tables:
-            state = self._state(table, last.get(table.app_id))
-            member = members.get(table.app_id)
+            state = self._state(table, last.get(table.sink_id))
+            member = members.get(table.sink_id)
             if table.parked is not None:  # a table new to the stream: nothing of it to hold
                 state.parked = table.parked
                 states[table.capture_instance] = state
@@ -493,7 +503,7 @@ class DatabaseSink:
         parked = ledger.parked()
         if not parked:
             return
-        listed = {s.table.app_id: s for s in states.values()}
+        listed = {s.table.sink_id: s for s in states.values()}
         for sink_id, table in parked.items():
             state = listed.get(sink_id)
             if state is not None:
@@ -510,8 +520,8 @@ class DatabaseSink:
         into ``rows``; or it is parked when its bronze holds a batch without its facts row
         (its single stream stopped inside a batch: only that stream's replay finishes it)."""
         table = state.table
-        recorded = max(state.last, ledger.facts_txn(table.app_id))
-        bronze = ledger.bronze_version(table.target, table.app_id)
+        recorded = max(state.last, ledger.facts_txn(table.sink_id))
+        bronze = ledger.bronze_version(table.target, table.sink_id)
         if bronze > recorded:
             state.parked = (
                 f"its micro-batch {bronze} is in {table.target.text} without its facts row (a "
@@ -523,7 +533,7 @@ class DatabaseSink:
         row = member_row(
             self.app_id, batch_id, recorded + 1, joined=True, lsn=upto, start=state.position
         )
-        rows.append(TableRow(table.app_id, table.target.text, row))
+        rows.append(TableRow(table.sink_id, table.target.text, row))
 
     def _leave(
         self,
@@ -533,14 +543,21 @@ class DatabaseSink:
         last: TableBatch | None,
         batch_id: int,
     ) -> TableRow:
-        """The ``database_left`` row of a member no longer listed.
+        """The ``database_left`` row of a member no longer listed (or listed in a later
+        generation: a re-snapshot replaced it, and a batch of it in bronze without its facts
+        row is left with its generation, as a single stream's older generation is: the
+        re-snapshot holds the table as of after it).
 
         Raises:
             ValueError: its bronze holds a batch without its facts row (this stream stopped
                 inside that batch): only this stream's replay with the table listed finishes it.
         """
         newest = -1 if last is None else last.batch_id
-        if member.target:
+        replaced = any(
+            t.generation > 0 and t.sink_id != sink_id and belongs(t.app_id, sink_id)
+            for t in self.tables
+        )
+        if member.target and not replaced:
             bronze = ledger.bronze_version(table_ref(member.target, "target"), sink_id)
             if bronze > newest:
                 raise ValueError(
@@ -561,7 +578,7 @@ class DatabaseSink:
         ledger.record_members(rows, batch_id)
         recorded = ledger.members()
         for state in joining:
-            member = recorded.get(state.table.app_id)
+            member = recorded.get(state.table.sink_id)
             if member is None or not member.joined:
                 # this batch's membership commit landed in an earlier run, without this table:
                 # its batch ids cannot be recorded before its first commit now
@@ -585,14 +602,14 @@ class DatabaseSink:
         the facts table is not its bronze table, and its sink id writes no other target (one
         read of the targets the facts table records for all the sink ids); a table that
         breaks it is parked (never one whose bronze holds this batch: ``_hold``)."""
-        recorded = ledger.recorded_targets([s.table.app_id for s in states.values()])
+        recorded = ledger.recorded_targets([s.table.sink_id for s in states.values()])
         for state in states.values():
             if state.parked is not None:
                 continue
             table = state.table
-            others = recorded.get(table.app_id, set()) - {table.target.text}
+            others = recorded.get(table.sink_id, set()) - {table.target.text}
             try:
-                ledger.check_identity(table.target, table.app_id, checked_others=bool(others))
+                ledger.check_identity(table.target, table.sink_id, checked_others=bool(others))
             except ValueError as exc:
                 self._hold(ledger, state, batch_id)
                 state.parked = str(exc)
@@ -600,7 +617,7 @@ class DatabaseSink:
     def _state(self, table: DatabaseTable, last: TableBatch | None) -> _State:
         sink = DeltaSink(
             table.target,
-            table.app_id,
+            table.sink_id,
             self.facts,
             None if table.metrics_path is None else metrics_dir(table.metrics_path),
             None,
@@ -764,7 +781,7 @@ class DatabaseSink:
             done.plan_ms += round((planned - began) * 1000)
             done.write_ms += round((finished - planned) * 1000)
             done.read.append(ci)
-        return state, [TableRow(state.table.app_id, state.table.target.text, r) for r in facts]
+        return state, [TableRow(state.table.sink_id, state.table.target.text, r) for r in facts]
 
     def _park(
         self, ledger: DatabaseLedger, state: _State, batch_id: int, reason: str, done: _Batch
@@ -783,7 +800,7 @@ class DatabaseSink:
             "%s: parked %s (%s): %s; the other tables go on, the next run tries it again",
             self.app_id,
             state.table.capture_instance,
-            state.table.app_id,
+            state.table.sink_id,
             reason,
         )
 
@@ -798,10 +815,10 @@ class DatabaseSink:
         """
         version = state.version(batch_id)
         if state.last < version and ledger.bronze_holds(
-            state.table.target, state.table.app_id, version
+            state.table.target, state.table.sink_id, version
         ):
             raise ValueError(
-                f"{state.table.app_id}: its micro-batch {version} is in "
+                f"{state.table.sink_id}: its micro-batch {version} is in "
                 f"{state.table.target.text} without its facts row, and the table cannot be "
                 "read now; the batch fails, and its replay finishes the table's batch once the "
                 "table can be read"
@@ -812,7 +829,7 @@ class DatabaseSink:
         parking it would leave that commit without its facts row, so the batch fails
         instead and its replay writes the row."""
         ledger = DatabaseLedger(spark, self.facts, self.app_id, self._seen)
-        return ledger.bronze_holds(state.table.target, state.table.app_id, version)
+        return ledger.bronze_holds(state.table.target, state.table.sink_id, version)
 
     # -- heartbeats -----------------------------------------------------------------------------
 
@@ -848,6 +865,6 @@ class DatabaseSink:
                 row = BatchRow(
                     state.version(batch_id), BatchCounts(rows=0), folded, started_at, duration
                 )
-                rows.append((TableRow(state.table.app_id, state.table.target.text, row), state))
+                rows.append((TableRow(state.table.sink_id, state.table.target.text, row), state))
                 state.written_at = now
         return rows

@@ -32,6 +32,7 @@ The check runs only here: changes purged while a query runs still stop it with
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -70,15 +71,29 @@ class Recovery:
     generations: Generations
     #: ``snapshot="chunked"``: open a chunked re-snapshot instead of reading the table
     chunked: bool = False
+    #: where the live generation resumes when no Spark checkpoint of its own records it (a
+    #: database stream's table: the end of its newest facts row, or where it joined), as
+    #: ``(lsn, commit_ts)`` (``""``: not known); ``None`` from it: resume from the generation's
+    #: snapshot, ``startingLsn`` or the bootstrap. Unset: the generation's Spark checkpoint
+    resume: Callable[[Generation], tuple[str, str] | None] | None = None
+    #: called once the recovery is to write (a recovery under way, or changes purged), before
+    #: anything is written: a database stream's table's one-target checks, which its
+    #: ``to_delta`` makes before the recovery
+    before_write: Callable[[], None] | None = None
 
 
 def _resume_point(rec: Recovery, state: GenerationState) -> tuple[str, str] | None:
     """``(lsn, commit_ts)`` the live generation resumes after, or ``None`` (nothing to check)."""
     live = rec.generations.of(state)
-    offset = rec.generations.committed_offset(live)
-    if offset is not None:
-        return offset["lsn"], offset["commit_ts"]
-    if rec.ledger.has_batches(live.sink_id):
+    if rec.resume is not None:
+        resumed = rec.resume(live)
+        if resumed is not None:
+            return resumed
+    else:
+        offset = rec.generations.committed_offset(live)
+        if offset is not None:
+            return offset["lsn"], offset["commit_ts"]
+    if rec.resume is None and rec.ledger.has_batches(live.sink_id):
         raise ValueError(
             f"on_data_loss='resnapshot': the facts table records batches of {live.sink_id!r} "
             f"but Python finds no Spark commits in {live.checkpoint!r}: the checkpoint was "
@@ -119,6 +134,8 @@ def recover(rec: Recovery, interval_days: float) -> Generation:
     state = rec.generations.state()
     if state.recovering is not None:
         log.info("%s: finishing the re-snapshot an earlier run began", app_id)
+        if rec.before_write is not None:
+            rec.before_write()
         return _resume(rec, state, state.recovering)
     point = _resume_point(rec, state)
     if point is None:
@@ -126,6 +143,8 @@ def recover(rec: Recovery, interval_days: float) -> Generation:
     loss = rec.reader.loss_after(point[0])
     if loss is None:
         return rec.generations.of(state)
+    if rec.before_write is not None:
+        rec.before_write()
     from_ts = point[1] or format_utc(loss.after_ts)
     last = _last_attempt(state)
     if last is not None and utc_now() - last < timedelta(days=interval_days):

@@ -559,9 +559,14 @@ def database_parked(
     spark: SparkSession, facts: TableRef, database_app_id: str
 ) -> dict[str, ParkedTable]:
     """The tables the database stream ``database_app_id`` parked and has not written since:
-    each sink id whose newest row (by ``written_at``) among its micro-batch rows and this
-    stream's membership and ``table_parked`` rows is a ``table_parked`` row, by sink id. One
-    read of the facts table (none when it does not exist)."""
+    each table whose newest row (by ``written_at``) among its micro-batch rows, this stream's
+    membership and ``table_parked`` rows and the re-snapshot rows (``snapshot_open``,
+    ``resnapshot``) of its generations this stream never parked is a ``table_parked`` row, by
+    the sink id that row names. A table's rows are those of all its generations
+    (``<app_id>.g<n>``): a table parked with data loss and re-snapshotted into its next
+    generation is no longer parked; one parked in a generation stays parked when that
+    generation's chunked re-snapshot is finished later. One read of the facts table (none
+    when it does not exist)."""
     if not facts.exists(spark):
         return {}
     from pyspark.sql import functions as sf
@@ -578,15 +583,27 @@ def database_parked(
     ]
     if not ever:  # the usual answer, from the event rows alone
         return {}
+    streams = sorted({ids.stream_of_sink(sid) for sid in ever})
+    stream = sf.regexp_replace("app_id", r"[.]g[0-9]+$", "")
+    app_id = sf.col("app_id")
+    related = app_id.isin([*ever, *streams])
+    for one in streams:  # prefixes Delta's file statistics can skip by
+        related = related | app_id.startswith(one + ".g")
     rows = (
         facts.read(spark)
-        .where(sf.col("app_id").isin(ever))
+        .where(related & stream.isin(streams))
         .where(
             (sf.col("event").isNull() & sf.col("batch_id").isNotNull())
             | (sf.col("event").isin(kinds) & ours)
+            # a re-snapshot of a generation never parked: a later generation took the table
+            | (sf.col("event").isin("snapshot_open", "resnapshot") & ~app_id.isin(ever))
         )
-        .groupBy("app_id")
-        .agg(sf.max_by(sf.struct("event", "detail", "target"), sf.col("written_at")).alias("last"))
+        .groupBy(stream.alias("stream"))
+        .agg(
+            sf.max_by(sf.struct("event", "detail", "target", "app_id"), sf.col("written_at")).alias(
+                "last"
+            )
+        )
         .where(sf.col("last.event") == PARKED_EVENT)
         .collect()
     )
@@ -594,7 +611,7 @@ def database_parked(
     for row in rows:
         last = row["last"]
         detail = json.loads(last["detail"])
-        out[str(row["app_id"])] = ParkedTable(
+        out[str(last["app_id"])] = ParkedTable(
             str(detail["capture_instance"]), str(last["target"] or ""), str(detail["error"])
         )
     return out
