@@ -920,3 +920,43 @@ def test_a_table_killed_inside_a_batch_and_then_purged_is_re_snapshotted(
     assert ("t-dbo_orders", "database_left") in _members(spark, db.facts)
     assert sum(n for _, n in db.batch_rows("t-dbo_orders.g1")) == 11
     assert parked_tables(spark, name="db", facts_table=db.facts) == {}
+
+
+@pytest.mark.parametrize(
+    "stop_at",
+    [
+        ("snapshot_rows", "after"),  # the re-snapshot in bronze, its resnapshot row not
+        ("snapshot_closed", "after"),  # its resnapshot row too, the generation not recorded
+        ("database_members", "before"),  # all of it, the query's first batch not
+    ],
+    ids=["after-the-snapshot-rows", "after-the-resnapshot-row", "before-the-first-batch"],
+)
+def test_a_start_killed_inside_a_table_s_re_snapshot_finishes_it_once(
+    spark, source, emulator, tmp_path, stop_at
+):
+    source.workload(1)
+    db = _Db(spark, source, tmp_path)
+    db.run(["dbo_orders"])
+    _purge_while_stopped(source, emulator, 10)
+
+    def hook(kind: str, when: str, txn: object) -> None:
+        if (kind, when) == stop_at:
+            raise _StopError(f"stopped at {kind} {when}")
+
+    ledger_pkg.ledger.commit_hook = hook
+    try:
+        with pytest.raises(Exception, match=f"stopped at {stop_at[0]} {stop_at[1]}"):
+            db.start(["dbo_orders"], on_data_loss="resnapshot").awaitTermination(600)
+    finally:
+        ledger_pkg.ledger.commit_hook = None
+    db.run(["dbo_orders"], on_data_loss="resnapshot")
+    source.workload(30)
+    db.run(["dbo_orders"])
+    facts = spark.read.format("delta").load(db.facts)
+    closed = facts.where("event = 'resnapshot'").collect()
+    assert [r["app_id"] for r in closed] == ["t-dbo_orders.g1"]  # one re-snapshot, once
+    bronze = spark.read.format("delta").load(db.bronze("dbo_orders"))
+    snapshot_rows = bronze.where(f"_operation = 0 AND _snapshot = '{closed[0]['end_lsn']}'")
+    assert snapshot_rows.count() == closed[0]["rows"] > 0
+    assert _rebuilt(spark, db.bronze("dbo_orders"), ("id", "name", "qty")) == source.table()
+    assert sum(n for _, n in db.batch_rows("t-dbo_orders.g1")) == 11
