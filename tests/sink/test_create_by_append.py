@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from _changes import change, changes
 from pyspark.sql.types import LongType, StructField, StructType
 
@@ -142,3 +143,33 @@ def test_an_append_refused_for_a_metadata_change_under_it_is_made_once_more(
     )
     assert len(calls) == 2
     assert ref.read(spark).count() == 2
+
+
+class _NoJvm:
+    """The session as Spark Connect has it: no JVM gateway, Spark's file sources only."""
+
+    def __init__(self, spark) -> None:
+        self.read = spark.read
+
+
+def test_a_location_holding_other_files_is_refused_and_left_as_it_was(spark, tmp_path):
+    """An append into a directory of Parquet files would make a Delta table among them (as
+    ``CREATE TABLE`` refused): a clear error, nothing written."""
+    path = tmp_path / "parquet"
+    spark.range(3).write.parquet(str(path))
+    before = sorted(p.name for p in path.iterdir())
+    ref = table_ref(str(path), "target")
+    txn, meta = ids.micro_batch("orders", 0), metadata.batch("orders", 0)
+    with pytest.raises(ValueError, match="holds files but no Delta table"):
+        BronzeTable(spark, ref).append(_rows(spark), txn, meta)
+    assert sorted(p.name for p in path.iterdir()) == before  # no _delta_log made
+    assert spark.read.parquet(str(path)).count() == 3
+
+    from mssql_cdc.sink.txn_ids import holds_other_files
+
+    for session in (spark, _NoJvm(spark)):  # classic (Hadoop's listing), and without a JVM
+        assert holds_other_files(session, str(path))
+        assert not holds_other_files(session, str(tmp_path / "absent"))
+    empty_log = tmp_path / "empty-log"
+    (empty_log / "_delta_log").mkdir(parents=True)
+    assert not holds_other_files(spark, str(empty_log))

@@ -60,11 +60,10 @@ from mssql_cdc.sink.ledger import (
     Member,
     TableBatch,
     TableRow,
+    ids,
     member_row,
     parked_row,
 )
-from mssql_cdc.sink.ledger.ids import belongs
-from mssql_cdc.sink.ledger.ids import sink_id as generation_sink_id
 from mssql_cdc.sink.tables import TableRef, table_ref
 from mssql_cdc.sink.warmup import WARMER, run_each
 
@@ -169,7 +168,7 @@ class DatabaseTable:
     @property
     def sink_id(self) -> str:
         """The sink id the table writes under (``txnAppId``, facts ``app_id``)."""
-        return generation_sink_id(self.app_id, self.generation)
+        return ids.sink_id(self.app_id, self.generation)
 
 
 @dataclass(frozen=True)
@@ -554,7 +553,7 @@ class DatabaseSink:
         """
         newest = -1 if last is None else last.batch_id
         replaced = any(
-            t.generation > 0 and t.sink_id != sink_id and belongs(t.app_id, sink_id)
+            t.generation > 0 and t.sink_id != sink_id and ids.belongs(t.app_id, sink_id)
             for t in self.tables
         )
         if member.target and not replaced:

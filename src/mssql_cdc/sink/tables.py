@@ -48,7 +48,7 @@ __all__ = [
 
 from mssql_cdc.sink.ddl import columns_ddl, quote_identifier, run_alter_properties, run_create_table
 from mssql_cdc.sink.schemas import TableKind
-from mssql_cdc.sink.txn_ids import has_delta_log
+from mssql_cdc.sink.txn_ids import has_delta_log, holds_other_files
 
 log = logging.getLogger("mssql_cdc.sink")
 
@@ -423,9 +423,19 @@ def create_by_append(
     with a metadata change: append once more, :func:`metadata_changed`). A crash between the
     two commits leaves the table without its comment and properties (nothing reads them to
     decide).
+
+    Raises:
+        ValueError: the location holds files but no Delta table (an append would make a Delta
+            table among them, where ``CREATE TABLE`` refused).
     """
     if ref.path is None or ref.exists(spark):
         return False
+    if holds_other_files(spark, ref.path):
+        raise ValueError(
+            f"{ref.text} holds files but no Delta table: a new table is written only into an "
+            "empty location (or one that does not exist). Give another target, or empty it "
+            "(CONVERT TO DELTA makes a Delta table of Parquet files you mean to keep)"
+        )
     columns = columns_of(rows.schema, kind.column_comments)
     if any(needs_column_mapping(name) for name, _, _ in columns):
         return False

@@ -34,6 +34,7 @@ __all__ = [
     "compute_transactions",
     "has_delta_jvm",
     "has_delta_log",
+    "holds_other_files",
     "list_log",
     "recorded_txn_version",
 ]
@@ -107,6 +108,43 @@ def _surely_missing_locally(spark: SparkSession, directory: str) -> bool:
         return not bool(fs.exists(path))
     except Exception:  # a platform that refuses the call, a path Hadoop refuses: Spark decides
         return False
+
+
+def holds_other_files(spark: SparkSession, location: str) -> bool:
+    """True when ``location`` holds anything besides its ``_delta_log`` (files another writer
+    left there: Parquet, CSV, a ``_SUCCESS`` marker): a location that holds no Delta table
+    must be empty before a first append makes it one. Asked of Spark's own Hadoop file system
+    on a classic session (one listing of the directory's top level); on Spark Connect,
+    through Spark's file source (``binaryFile``, paths only, recursively; names starting with
+    ``_`` or ``.`` are left out there, as Spark leaves them out of every file source). False
+    when the location does not exist.
+    """
+    jvm = getattr(spark, "_jvm", None)
+    session = getattr(spark, "_jsparkSession", None)
+    if jvm is not None and session is not None:
+        try:
+            path = jvm.org.apache.hadoop.fs.Path(location)
+            fs = path.getFileSystem(session.sessionState().newHadoopConf())
+            if not bool(fs.exists(path)):
+                return False
+            names = [str(s.getPath().getName()) for s in fs.listStatus(path)]
+            return any(name != "_delta_log" for name in names)
+        except Exception as exc:  # a platform that refuses the call: Spark's file source
+            log.debug("listing %s through Hadoop failed (%s); asking Spark", location, exc)
+    try:
+        rows = (
+            _fresh(spark.read.format("binaryFile"))
+            .option("recursiveFileLookup", "true")
+            .load(location)
+            .select("path")
+            .limit(1)
+            .collect()
+        )
+    except Exception as exc:
+        if _is_missing(exc):
+            return False
+        raise
+    return bool(rows)
 
 
 def list_log(spark: SparkSession, location: str) -> LogListing:

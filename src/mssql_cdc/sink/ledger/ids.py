@@ -51,6 +51,7 @@ from mssql_cdc.sink.tables import Txn
 __all__ = [
     "ANONYMOUS_OWNER",
     "BOOTSTRAP_VERSION",
+    "GENERATION_SUFFIX",
     "batch_facts",
     "belongs",
     "bootstrap",
@@ -65,6 +66,7 @@ __all__ = [
     "database_members",
     "events_id",
     "facts_id",
+    "generations_prefix",
     "generations_regex",
     "micro_batch",
     "next_generation",
@@ -123,6 +125,17 @@ def generations_regex(app_id: str) -> str:
     """The regular expression (Java's, for Spark's ``rlike``) of the sink ids of ``app_id``'s
     generations ``<app_id>.g<n>``: :func:`belongs` without the id itself."""
     return "^" + re.escape(app_id) + r"\.g[0-9]+$"
+
+
+def generations_prefix(app_id: str) -> str:
+    """What every sink id of ``app_id``'s generations ``n`` >= 1 starts with (``<app_id>.g``):
+    a filter Delta's file statistics can skip by, before :func:`generations_regex`."""
+    return app_id + ".g"
+
+
+#: a sink id's generation suffix (``.g<n>``), as a Java regular expression: Spark's
+#: ``regexp_replace(app_id, GENERATION_SUFFIX, '')`` is :func:`stream_of_sink`
+GENERATION_SUFFIX = r"[.]g[0-9]+$"
 
 
 def next_generation(state_generation: int, events_version: int) -> int:

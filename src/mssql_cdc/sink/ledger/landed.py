@@ -584,11 +584,11 @@ def database_parked(
     if not ever:  # the usual answer, from the event rows alone
         return {}
     streams = sorted({ids.stream_of_sink(sid) for sid in ever})
-    stream = sf.regexp_replace("app_id", r"[.]g[0-9]+$", "")
+    stream = sf.regexp_replace("app_id", ids.GENERATION_SUFFIX, "")
     app_id = sf.col("app_id")
     related = app_id.isin([*ever, *streams])
     for one in streams:  # prefixes Delta's file statistics can skip by
-        related = related | app_id.startswith(one + ".g")
+        related = related | app_id.startswith(ids.generations_prefix(one))
     rows = (
         facts.read(spark)
         .where(related & stream.isin(streams))
