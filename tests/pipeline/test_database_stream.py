@@ -144,6 +144,32 @@ class _Db:
         df = self.spark.read.format("delta").load(self.bronze(ci))
         return [tuple(r[c] for c in columns) for r in df.orderBy(*ORDER).collect()]
 
+    def leave(self, ci: str, checkpoint) -> int:
+        """``leave_database`` of ``ci`` into a single stream's ``checkpoint``."""
+        return leave_database(
+            self.spark,
+            name=self.name,
+            target=self.bronze(ci),
+            app_id=f"t-{ci}",
+            facts_table=self.facts,
+            database_checkpoint=str(self.tmp / "chk" / self.name),
+            checkpoint=str(checkpoint),
+        )
+
+    def single(self, ci: str, checkpoint):
+        """``ci``'s single stream (availableNow) on ``checkpoint``, run to its end."""
+        options = {**self.source.options(), "captureInstance": ci}
+        query = stream(self.spark, options).to_delta(
+            self.bronze(ci),
+            f"t-{ci}",
+            str(checkpoint),
+            self.facts,
+            trigger={"availableNow": True},
+        )
+        query.awaitTermination(600)
+        assert query.exception() is None
+        return query
+
     def batch_rows(self, sink_id: str) -> list[tuple[int, int]]:
         df = self.spark.read.format("delta").load(self.facts)
         rows = df.where(f"app_id = '{sink_id}' AND event IS NULL").orderBy("batch_id").collect()
@@ -347,26 +373,10 @@ def test_a_table_moves_from_a_single_stream_into_the_database_stream(spark, sour
     assert rows == [c[:4] for c in source.changes()]
 
     # and back: its single stream goes on from a seeded checkpoint at its newest batch
-    last = leave_database(
-        spark,
-        name="db",
-        target=db.bronze("dbo_orders"),
-        app_id="t-dbo_orders",
-        facts_table=db.facts,
-        database_checkpoint=str(tmp_path / "chk" / "db"),
-        checkpoint=str(tmp_path / "chk-back"),
-    )
+    last = db.leave("dbo_orders", tmp_path / "chk-back")
     assert last == db.batch_rows("t-dbo_orders")[-1][0]
     source.workload(40)
-    query = stream(spark, options).to_delta(
-        db.bronze("dbo_orders"),
-        "t-dbo_orders",
-        str(tmp_path / "chk-back"),
-        db.facts,
-        trigger={"availableNow": True},
-    )
-    query.awaitTermination(600)
-    assert query.exception() is None
+    db.single("dbo_orders", tmp_path / "chk-back")
     rows = db.rows("dbo_orders", ["_start_lsn", "_seqval", "_operation", "_command_id"])
     assert rows == [c[:4] for c in source.changes()]
     assert db.batch_rows("t-dbo_orders")[-1] == (last + 1, 11)
@@ -862,26 +872,10 @@ def test_a_table_whose_changes_were_purged_is_re_snapshotted_into_its_next_gener
     assert len(facts.where("event = 'resnapshot'").collect()) == 2  # no second re-snapshot
 
     # and out: its single stream goes on in generation 1 from a seeded checkpoint
-    last = leave_database(
-        spark,
-        name="db",
-        target=db.bronze("dbo_orders"),
-        app_id="t-dbo_orders",
-        facts_table=db.facts,
-        database_checkpoint=str(tmp_path / "chk" / "db"),
-        checkpoint=str(tmp_path / "chk-out"),
-    )
+    last = db.leave("dbo_orders", tmp_path / "chk-out")
     assert last == g1[-1][0]
     source.workload(40)
-    query = stream(spark, source.options()).to_delta(
-        db.bronze("dbo_orders"),
-        "t-dbo_orders",
-        str(tmp_path / "chk-out"),
-        db.facts,
-        trigger={"availableNow": True},
-    )
-    query.awaitTermination(600)
-    assert query.exception() is None
+    query = db.single("dbo_orders", tmp_path / "chk-out")
     assert query.name == "t-dbo_orders.g1"
     assert db.batch_rows("t-dbo_orders.g1")[-1] == (last + 1, 11)
     assert _rebuilt(spark, db.bronze("dbo_orders"), ("id", "name", "qty")) == source.table()

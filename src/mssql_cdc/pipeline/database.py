@@ -37,8 +37,7 @@ from mssql_cdc.sink import (
     ParkedTable,
     TableRef,
     ensure_facts_table,
-    failure_text,
-    parkable,
+    park_at_start,
     sink_arguments,
     table_ref,
     warm_state_for,
@@ -422,16 +421,7 @@ def _bootstrap(
             reader = TableReader(spark, options, parse(options))
             options["startingLsn"] = take_bootstrap(reader, table_ledger, chunked=chunked)
         except Exception as exc:
-            if not parkable(exc):
-                raise
-            member.parked = f"its bootstrap failed: {failure_text(exc)}"
-            log.error(
-                "%s: parked %s (%s): %s; the other tables go on, the next run tries it again",
-                name,
-                ci,
-                member.app_id,
-                member.parked,
-            )
+            park_at_start(name, member, "its bootstrap", exc)
 
 
 def _record_parked(

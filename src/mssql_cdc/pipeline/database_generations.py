@@ -44,8 +44,7 @@ from mssql_cdc.sink import (
     GenerationState,
     Ledger,
     StreamTables,
-    failure_text,
-    parkable,
+    park_at_start,
 )
 from mssql_cdc.source import format_utc
 
@@ -164,16 +163,7 @@ def recover_tables(  # noqa: PLR0917 (the start's parts, as start_database has t
             )
             live = recover(table, recovery.interval_days)
         except Exception as exc:
-            if not parkable(exc):
-                raise
-            member.parked = f"its re-snapshot after data loss failed: {failure_text(exc)}"
-            log.error(
-                "%s: parked %s (%s): %s; the other tables go on, the next run tries it again",
-                name,
-                member.capture_instance,
-                member.sink_id,
-                member.parked,
-            )
+            park_at_start(name, member, "its re-snapshot after data loss", exc)
             continue
         if live.number != member.generation:
             before = member.sink_id

@@ -32,6 +32,7 @@ from mssql_cdc.sink.database_sink import (
     DatabaseSource,
     DatabaseTable,
     failure_text,
+    park_at_start,
     parkable,
 )
 from mssql_cdc.sink.delta import DeltaSink, WarmState, delta_sink, warm_state_for
@@ -137,6 +138,7 @@ __all__ = [
     "merge_silver_position",
     "merge_verdict",
     "missing_facts_columns",
+    "park_at_start",
     "parkable",
     "parse_utc",
     "quote",

@@ -78,6 +78,7 @@ __all__ = [
     "DatabaseSource",
     "DatabaseTable",
     "failure_text",
+    "park_at_start",
     "parkable",
 ]
 
@@ -115,6 +116,27 @@ def failure_text(exc: BaseException) -> str:
     else the exception's type and text."""
     found = find_error(exc)
     return str(found) if found is not None else f"{type(exc).__name__}: {exc}"
+
+
+def park_at_start(name: str, table: DatabaseTable, what: str, exc: Exception) -> None:
+    """Parks ``table`` for the run when ``exc``, raised by ``what`` (``"its bootstrap"``, ``"its
+    re-snapshot after data loss"``) before the query of the database stream ``name`` started,
+    is the table's own failure (:func:`parkable`): its ``parked`` reason set (the start writes
+    its ``table_parked`` row) and an ERROR logged; the other tables go on.
+
+    Raises:
+        Exception: ``exc`` itself when it is not the table's own (nothing has started).
+    """
+    if not parkable(exc):
+        raise exc
+    table.parked = f"{what} failed: {failure_text(exc)}"
+    log.error(
+        "%s: parked %s (%s): %s; the other tables go on, the next run tries it again",
+        name,
+        table.capture_instance,
+        table.sink_id,
+        table.parked,
+    )
 
 
 class DatabaseSource(Protocol):
