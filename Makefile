@@ -122,7 +122,8 @@ SPARK_MINOR_TESTS ?= \
   tests/sink/test_state_warmup.py::test_within_a_batch_the_facts_commit_finds_its_state_and_nothing_is_computed_after \
   tests/pipeline/test_to_delta.py::test_smallest_stream_writes_the_history_once_with_a_facts_row_per_batch \
   tests/sink/test_seeded_checkpoint.py \
-  tests/pipeline/test_database_stream.py::test_every_table_lands_once_and_a_rerun_reads_only_what_is_new
+  tests/pipeline/test_database_stream.py::test_every_table_lands_once_and_a_rerun_reads_only_what_is_new \
+  tests/pipeline/test_database_stream.py::test_max_commits_per_batch_bounds_every_table_s_batch
 
 test-spark40 test-spark41: test-spark4%:
 	bash scripts/setup-spark.sh 4.$*

@@ -11,6 +11,7 @@ import pytest
 
 from _pipeline import DISABLE_ORDERS_V1, ORDER, ORDERS_V2, latest_images
 from mssql_cdc import leave_database, parked_tables, start_database, stream
+from mssql_cdc.finalization import end_offset_from_progress
 from mssql_cdc.sink import ledger as ledger_pkg
 from mssql_cdc.source import ServerReads
 
@@ -65,6 +66,12 @@ class _NoSpark:
             {"bootstrap": True},
             ValueError,
             r"\['a'\]: bootstrap=True sets startingLsn itself",
+        ),
+        (
+            {"a": {"maxCommitsPerBatch": "5"}},
+            {},
+            ValueError,
+            r"\['a'\] overrides \['maxCommitsPerBatch'\]: .* in the shared options",
         ),
     ],
 )
@@ -412,6 +419,54 @@ def test_an_idle_table_gets_heartbeat_rows_at_the_rate_asked(spark, source, tmp_
     db.run(heartbeat_seconds=3600)  # idle, and its last row is recent: no row
     again = [r["rows"] for r in rows.where("event IS NULL").collect()]
     assert len(again) == 3
+
+
+def _commits(source) -> list[str]:
+    """Every commit CDC recorded, database-wide (``cdc.lsn_time_mapping``), as 0x text."""
+    rows = source.sql("SELECT start_lsn AS l FROM cdc.lsn_time_mapping ORDER BY start_lsn")
+    return ["0x" + r["l"].hex().upper() for r in rows]
+
+
+def test_max_commits_per_batch_bounds_every_table_s_batch(spark, source, tmp_path, caplog):
+    """Spark 4.2+: each database batch spans at most ``maxCommitsPerBatch`` commits of the
+    database, every table's range within it; Spark 4.0/4.1: one batch to the newest commit,
+    and one WARNING at the start saying so."""
+    from mssql_cdc.source.datasource import HAS_ADMISSION_CONTROL
+
+    caplog.set_level("WARNING", logger="mssql_cdc")
+    _both_changed(source)  # dbo.orders' four transactions, dbo.other's two, in one scan
+    db = _Db(spark, source, tmp_path)
+    db.options["maxCommitsPerBatch"] = "2"
+    query = db.run()
+    commits = _commits(source)
+    ends = [end_offset_from_progress(p) for p in query.recentProgress]
+    ends = [e["lsn"] for e in ends if e is not None]
+    assert ends[-1] == commits[-1]
+    low = "0x" + "0" * 20
+    spans = []
+    for end in sorted(set(ends)):
+        spans.append(len([c for c in commits if low < c <= end]))
+        low = end
+    ignored = [r for r in caplog.records if "maxCommitsPerBatch=2 has no effect" in r.getMessage()]
+    if HAS_ADMISSION_CONTROL:
+        assert spans == [2] * (len(commits) // 2) + ([len(commits) % 2] if len(commits) % 2 else [])
+        assert not ignored
+    else:
+        assert spans == [len(commits)]
+        assert len(ignored) == 1
+    order_cols = ["_start_lsn", "_seqval", "_operation", "_command_id"]
+    assert db.rows("dbo_orders", order_cols) == [c[:4] for c in source.changes()]
+    assert db.rows("dbo_other", ["_start_lsn", "_operation", "id", "note"]) == _other_changes(
+        source
+    )
+    # each table's rows: one facts row per batch that read it, none past its batch's end
+    facts = spark.read.format("delta").load(db.facts).where("event IS NULL")
+    for sink_id in ("t-dbo_orders", "t-dbo_other"):
+        got = facts.where(f"app_id = '{sink_id}' AND rows > 0").collect()
+        assert sum(r["rows"] for r in got) == (
+            len(source.changes()) if sink_id == "t-dbo_orders" else 3
+        )
+        assert {r["end_lsn"] for r in got} <= set(ends)
 
 
 def _max_lsn(source) -> str:

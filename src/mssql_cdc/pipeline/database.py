@@ -61,6 +61,8 @@ _METRICS = "metricspath"
 _ONE_SOURCE = frozenset(
     {"connectionstring", "user", "password", "accesstoken", "accesstokenprovider"}
 )
+#: options that bound the batch of every table at once (lower case)
+_ONE_BATCH = frozenset({"maxcommitsperbatch"})
 
 
 def start_database(
@@ -82,7 +84,8 @@ def start_database(
     Args:
         spark: the session.
         options: the data source options every table shares (``captureInstance`` is set per
-            table).
+            table; ``maxCommitsPerBatch`` bounds each database batch, every table's range
+            inside it, on Spark 4.2+, and may not be overridden per table).
         capture_instances: a list of names, or a mapping of name to option overrides.
         target, app_id: templates containing ``{ci}`` (``"bronze.{ci}"``, ``"sales-{ci}"``):
             each table's bronze table and sink id, as ``start_many`` gives them.
@@ -139,6 +142,7 @@ def start_database(
     finally:
         checks.close()
     register(spark)
+    _warn_unbounded(spark, name, clock_options)
     _check_session(spark, name, members, facts_ref)
     ensure_facts_table(spark, facts_ref)
     _before_start(spark, name, location, checked, boot=boot, recovery=recovery)
@@ -278,6 +282,12 @@ def _members(
                 "database with one login (its LSNs bound every table); give them in the shared "
                 "options"
             )
+        batch = sorted(k for k in overrides if k.lower() in _ONE_BATCH)
+        if batch:
+            raise ValueError(
+                f"capture_instances[{ci!r}] overrides {batch}: a database stream's micro-batch "
+                "is one LSN range for every table; give maxCommitsPerBatch in the shared options"
+            )
         one = table_options(shared, move_password(overrides), ci)
         warn_unknown(parse_options(one))
         if boot is not None and any(k.lower() == "startinglsn" for k in one):
@@ -353,6 +363,25 @@ def _check_queries(spark: SparkSession, members: Sequence[DatabaseTable]) -> Non
                     "stream's) is active in this session; stop it first: one stream at a "
                     "time writes a table"
                 ) from None
+
+
+def _warn_unbounded(spark: SparkSession, name: str, options: Mapping[str, str]) -> None:
+    """One WARNING when ``maxCommitsPerBatch`` is given and the session's Spark is before 4.2:
+    its Python stream readers have no admission control there, so each batch reads every
+    commit up to the newest (the clock's own planning process logs where no handler looks)."""
+    bound = parse_options(dict(options)).max_commits_per_batch
+    if bound is None:
+        return
+    major, minor = (int(p) for p in spark.version.split(".")[:2])
+    if (major, minor) < (4, 2):
+        log.warning(
+            "%s: maxCommitsPerBatch=%d has no effect on Spark %s: its Python stream readers "
+            "have no admission control (Spark 4.2 added it), so each database batch reads "
+            "every commit up to the newest; see the compatibility page of the docs",
+            name,
+            bound,
+            spark.version,
+        )
 
 
 def _check_session(

@@ -9,7 +9,11 @@ serves every table (shared with the database's other streams, ADR 0170).
 
 The first offset of a new checkpoint is LSN zero, so that the first trigger always runs a batch
 (a table's own position, not the clock's, says where its reads begin). The options are a
-stream's (``captureInstance`` names any of the stream's instances: the clock reads none).
+stream's (``captureInstance`` names any of the stream's instances: the clock reads none). On
+Spark 4.2+, ``maxCommitsPerBatch`` bounds each batch's range as it bounds a single stream's
+(the same planner: the ``n``-th commit of ``cdc.lsn_time_mapping`` after the start, so that many
+database commits of captured tables); Spark 4.0/4.1 call the legacy ``latestOffset()`` and
+every batch ends at the newest commit (``start_database`` says so once, on the driver).
 
 This module imports PySpark; ``import mssql_cdc`` does not import it (ADR 0004). Runs in
 Spark's Python planning process of the driver.
@@ -30,7 +34,12 @@ from mssql_cdc.source.offsets import make_offset
 from mssql_cdc.source.stream_driver import StreamPlanner
 
 try:
-    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
 
     _AVAILABLE_NOW: tuple[type, ...] = (SupportsTriggerAvailableNow,)
 except ImportError:  # Spark 4.0 / 4.1: availableNow runs one batch to the newest commit
@@ -101,13 +110,16 @@ class DatabaseClockReader(DataSourceStreamReader):
     def latestOffset(  # noqa: N802 (Spark API)
         self, start: dict[str, str] | None = None, limit: object = None
     ) -> dict[str, str]:
-        """The newest commit (never older than one this reader returned): one
-        ``sys.fn_cdc_get_max_lsn()`` poll per trigger, or none when another stream of the
-        same source polled since the call began. Driver, once per trigger. Takes both
+        """The end of the next batch: the newest commit (never older than one this reader
+        returned), or with ``maxCommitsPerBatch`` (Spark 4.2+) the ``n``-th commit after
+        ``start`` when that is older: one ``sys.fn_cdc_get_max_lsn()`` poll per trigger, or
+        none when another stream of the same source polled since the call began, and one
+        ``cdc.lsn_time_mapping`` query when bounded. Driver, once per trigger. Takes both
         signatures Spark calls (``latestOffset()``, and ``(start, limit)`` with admission
         control)."""
         begin = start if start is not None else ZERO_OFFSET
-        return self.planner.latest_offset(begin, None)
+        max_commits = limit.max_rows if _AVAILABLE_NOW and isinstance(limit, ReadMaxRows) else None
+        return self.planner.latest_offset(begin, max_commits)
 
     def partitions(self, start: dict[str, str], end: dict[str, str]) -> Sequence[InputPartition]:
         """One partition that reads nothing (Spark plans the batch's job over it). Driver."""
@@ -129,7 +141,14 @@ class DatabaseClockReader(DataSourceStreamReader):
 
 class AvailableNowClockReader(DatabaseClockReader, *_AVAILABLE_NOW):  # type: ignore[misc]
     """Spark 4.2+: an availableNow run stops at the newest commit seen when it started (a
-    replayed batch first, then one batch to that commit)."""
+    replayed batch first, then batches of at most ``maxCommitsPerBatch`` commits, or one, to
+    that commit)."""
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 (Spark API)
+        """``ReadMaxRows(maxCommitsPerBatch)`` (rows = commits here), else all available.
+        Driver, once per query."""
+        n = self.options.max_commits_per_batch
+        return ReadMaxRows(n) if n else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (Spark API)
         """Records the newest commit now as the run's end. Driver, once per availableNow run."""

@@ -31,8 +31,9 @@ __all__ = ["ServerReads"]
 
 T = TypeVar("T")
 
-#: options a table's read of a database stream leaves out (the read's range is the stream's)
-_DROPPED = frozenset({"startinglsn", "endinglsn"})
+#: options a table's read of a database stream leaves out: its range is the stream's batch (the
+#: clock applied ``maxCommitsPerBatch`` to it)
+_DROPPED = frozenset({"startinglsn", "endinglsn", "maxcommitsperbatch"})
 
 
 class ServerReads:
