@@ -34,9 +34,11 @@ from mssql_cdc.sink import (
     merge_verdict,
     parse_utc,
     read_verdict,
+    read_verdicts,
     table_ref,
     utc_now,
 )
+from mssql_cdc.sink.ledger import DatabaseLedger
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -55,11 +57,13 @@ __all__ = [
     "advance",
     "candidate",
     "end_offset_from_progress",
+    "finalize_database",
     "finalized_until",
     "freshness",
     "is_final",
     "retry_conflicts",
     "track",
+    "track_database",
     "truncate",
 ]
 
@@ -283,8 +287,60 @@ def advance(
         parse_utc(end_offset.get("commit_ts")),
         utc_now(),
     )
-    retry_conflicts(lambda: _merge(spark, ref, row), f"advance {table_name}")
+    retry_conflicts(lambda: _merge(spark, ref, [row]), f"advance {table_name}")
     return finalized_until(spark, control_table, table_name)
+
+
+def finalize_database(
+    spark: SparkSession,
+    control_table: str,
+    *,
+    name: str,
+    facts_table: str,
+    granularity: str = "hour",
+) -> dict[str, datetime | None]:
+    """Moves the verdict of each table of the database stream ``name`` forward to the
+    candidate of its own newest micro-batch facts row (its bronze commit's end, or its
+    heartbeat's): a table is complete up to where it landed, whatever the query's offset. A
+    parked table, one that left the stream and one with no micro-batch row yet are left alone.
+    All tables' verdicts move in one MERGE (retried as :func:`advance`'s), keyed by each
+    table's bronze table as the facts rows name it (``target``).
+
+    Reads the facts table (three aggregations) and the control table once; runs on the driver,
+    after a run (batch mode) or from :func:`track_database` (continuous mode).
+
+    Returns:
+        Each table's verdict after the MERGE (naive UTC; ``None`` before its first), by target.
+
+    Raises:
+        ValueError: a bad granularity or table name, or the facts table records no table of
+            ``name`` (a typo, or a stream that has not run).
+    """
+    unit = _granularity(granularity)
+    facts = table_ref(facts_table, "facts_table")
+    ref = table_ref(control_table, "control_table")
+    ends = DatabaseLedger(spark, facts, name, set()).table_ends()
+    if not ends:
+        raise ValueError(
+            f"{facts.text} records no table of a database stream named {name!r} with a "
+            "micro-batch row (a typo, or a stream that has not run yet)"
+        )
+    ensure_control_table(spark, ref)
+    current = read_verdicts(spark, ref, sorted(ends))
+    now = utc_now()
+    rows = []
+    for target, last in sorted(ends.items()):
+        if last.end_commit_ts is None or last.end_lsn is None:
+            continue  # before its first commit: nothing to declare complete
+        proposed = truncate(last.end_commit_ts, unit)
+        verdict = current.get(target)
+        if verdict is None or verdict < proposed:
+            rows.append((target, proposed, last.end_lsn, last.end_commit_ts, now))
+    if rows:
+        retry_conflicts(lambda: _merge(spark, ref, rows), f"finalize the database stream {name}")
+        current = read_verdicts(spark, ref, sorted(ends))
+        log.info("finalize %s: %d of %d table(s) moved forward", name, len(rows), len(ends))
+    return {target: current.get(target) for target in sorted(ends)}
 
 
 def retry_conflicts(action: Callable[[], T], what: str) -> T:
@@ -328,12 +384,15 @@ class FinalizationListener:
         table_name: str,
         *,
         granularity: str = "hour",
+        apply: Callable[[dict[str, str]], object] | None = None,
     ) -> None:
         self.spark = spark
         self.run_id = str(run_id)
         self.control_table = control_table
         self.table_name = table_name
         self.granularity = _granularity(granularity)
+        #: what a batch end does (default: :func:`advance` of ``table_name``)
+        self._advance = apply if apply is not None else self._advance_table
         self.last_error: BaseException | None = None
         self.failures = 0
         self._cond = threading.Condition()
@@ -390,11 +449,12 @@ class FinalizationListener:
         except Exception as exc:  # the session may be gone
             log.debug("could not remove the finalization listener: %s", exc)
 
+    def _advance_table(self, end: dict[str, str]) -> None:
+        advance(self.spark, self.control_table, self.table_name, end, granularity=self.granularity)
+
     def _apply(self, end: dict[str, str]) -> None:
         try:
-            advance(
-                self.spark, self.control_table, self.table_name, end, granularity=self.granularity
-            )
+            self._advance(end)
         except Exception as exc:
             self.last_error = exc
             self.failures += 1
@@ -469,17 +529,76 @@ def track(
     Raises:
         ValueError: no active query has that name, or a bad granularity.
     """
-    if isinstance(query, str):
-        found = [q for q in spark.streams.active if q.name == query]
-        if not found:
-            raise ValueError(f"no active streaming query is named {query!r}")
-        query = found[0]
+    query = _query(spark, query)
     ensure_control_table(spark, table_ref(control_table, "control_table"))
     listener = FinalizationListener(
         spark, str(query.runId), control_table, table_name, granularity=granularity
     )
+    return _listen(spark, query, listener)
+
+
+def _query(spark: SparkSession, query: StreamingQuery | str) -> StreamingQuery:
+    """``query``, or the active query of that name.
+
+    Raises:
+        ValueError: no active query has that name.
+    """
+    if not isinstance(query, str):
+        return query
+    found = [q for q in spark.streams.active if q.name == query]
+    if not found:
+        raise ValueError(f"no active streaming query is named {query!r}")
+    return found[0]
+
+
+def _listen(
+    spark: SparkSession, query: StreamingQuery, listener: FinalizationListener
+) -> FinalizationListener:
+    """Registers ``listener`` for ``query``'s run, offers its last progress at once, and
+    finishes it when the query has already stopped."""
     spark.streams.addListener(listener.spark_listener)
     listener.offer(query.lastProgress)
     if not query.isActive:
         listener.finish()
     return listener
+
+
+def track_database(
+    spark: SparkSession,
+    query: StreamingQuery | str,
+    control_table: str,
+    *,
+    facts_table: str,
+    granularity: str = "hour",
+) -> FinalizationListener:
+    """Runs :func:`finalize_database` after every batch of the database stream ``query``
+    (``start_database``'s; continuous mode), on one worker thread as :func:`track` does: the
+    newest progress replaces a waiting one, failures never touch the query. Each run reads the
+    facts table (three aggregations) and MERGEs the tables that moved in one commit.
+
+    Args:
+        query: the database stream's ``StreamingQuery``, or its name (``start_database``'s
+            ``name``, which is also the stream's name in the facts table).
+
+    Raises:
+        ValueError: no active query has that name, or a bad granularity.
+    """
+    query = _query(spark, query)
+    name = str(query.name)
+    ensure_control_table(spark, table_ref(control_table, "control_table"))
+    table_ref(facts_table, "facts_table")
+
+    def apply(end: dict[str, str]) -> None:
+        finalize_database(
+            spark, control_table, name=name, facts_table=facts_table, granularity=granularity
+        )
+
+    listener = FinalizationListener(
+        spark,
+        str(query.runId),
+        control_table,
+        f"database stream {name}",
+        granularity=granularity,
+        apply=apply,
+    )
+    return _listen(spark, query, listener)

@@ -11,7 +11,14 @@ import pytest
 
 from _pipeline import DISABLE_ORDERS_V1, ORDER, ORDERS_V2, latest_images
 from mssql_cdc import leave_database, parked_tables, start_database, stream
-from mssql_cdc.finalization import end_offset_from_progress
+from mssql_cdc.finalization import (
+    candidate,
+    end_offset_from_progress,
+    finalize_database,
+    finalized_until,
+    track_database,
+    truncate,
+)
 from mssql_cdc.sink import ledger as ledger_pkg
 from mssql_cdc.source import ServerReads
 
@@ -474,10 +481,31 @@ def _max_lsn(source) -> str:
     return "0x" + value.hex().upper()
 
 
+def test_finalize_database_moves_each_table_to_where_it_landed(spark, source, tmp_path):
+    """After an availableNow run every table is complete up to the run's end: each verdict is
+    the single-table rule's on the query's last end offset; a second call moves nothing."""
+    _both_changed(source)
+    db = _Db(spark, source, tmp_path)
+    query = db.run()
+    control = str(tmp_path / "control")
+    expected = candidate(end_offset_from_progress(query.lastProgress))
+    assert expected is not None
+    verdicts = finalize_database(spark, control, name="db", facts_table=db.facts)
+    assert verdicts == {db.bronze("dbo_orders"): expected, db.bronze("dbo_other"): expected}
+    version = spark.sql(f"DESCRIBE HISTORY delta.`{control}`").agg({"version": "max"}).first()[0]
+    assert finalize_database(spark, control, name="db", facts_table=db.facts) == verdicts
+    after = spark.sql(f"DESCRIBE HISTORY delta.`{control}`").agg({"version": "max"}).first()[0]
+    assert after == version  # nothing moved: no MERGE
+    with pytest.raises(ValueError, match="no table of a database stream named 'dbx'"):
+        finalize_database(spark, control, name="dbx", facts_table=db.facts)
+
+
 def test_a_failing_table_is_parked_and_the_others_go_on(spark, source, tmp_path):
     source.workload(1)
     db = _Db(spark, source, tmp_path)
     query = db.start(trigger={"processingTime": "1 second"})
+    control = str(tmp_path / "control")
+    tracker = track_database(spark, query, control, facts_table=db.facts)
     try:
         query.processAllAvailable()
         # the DBA disables CDC on dbo.other while the stream runs: its instance is gone
@@ -501,6 +529,22 @@ def test_a_failing_table_is_parked_and_the_others_go_on(spark, source, tmp_path)
     found = parked_tables(spark, name="db", facts_table=db.facts)
     assert list(found) == ["dbo_other"]
     assert "dbo_other" in found["dbo_other"]  # the error names the instance it could not read
+    # finalization after every batch: the parked table's verdict stays where it landed
+    assert tracker.join(timeout=120)
+    assert tracker.last_error is None
+    verdicts = finalize_database(spark, control, name="db", facts_table=db.facts)
+    assert list(verdicts) == [db.bronze("dbo_orders")]
+    newest = facts.where("app_id = 't-dbo_orders' AND event IS NULL").orderBy("batch_id").collect()
+    assert verdicts[db.bronze("dbo_orders")] == truncate(newest[-1]["end_commit_ts"])
+    assert (
+        finalized_until(spark, control, db.bronze("dbo_orders"))
+        == verdicts[db.bronze("dbo_orders")]
+    )
+    assert finalized_until(spark, control, db.bronze("dbo_other")) == truncate(
+        facts.where("app_id = 't-dbo_other' AND event IS NULL")
+        .orderBy("batch_id")
+        .collect()[-1]["end_commit_ts"]
+    )
 
 
 def test_the_command_line_runs_a_schema_as_one_database_stream(

@@ -25,6 +25,7 @@ from mssql_cdc.sink.control import (
     read_silver_position,
     read_silver_positions,
     read_verdict,
+    read_verdicts,
 )
 from mssql_cdc.sink.database_sink import (
     DatabaseSettings,
@@ -145,6 +146,7 @@ __all__ = [
     "read_silver_position",
     "read_silver_positions",
     "read_verdict",
+    "read_verdicts",
     "recent_events",
     "report_frame",
     "same_table",

@@ -12,6 +12,7 @@ needs no Delta Connect plugin (ADR 0061). The rule that decides the verdict live
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -32,6 +33,7 @@ __all__ = [
     "read_silver_position",
     "read_silver_positions",
     "read_verdict",
+    "read_verdicts",
 ]
 
 #: the columns a verdict MERGE writes, in order
@@ -50,26 +52,37 @@ def ensure_control_table(spark: SparkSession, ref: TableRef) -> None:
 def read_verdict(spark: SparkSession, ref: TableRef, table_name: str) -> datetime | None:
     """``finalized_until`` of ``table_name``; ``None`` before the first verdict or when the
     control table does not exist."""
-    if not ref.exists(spark):
-        return None
+    return read_verdicts(spark, ref, [table_name]).get(table_name)
+
+
+def read_verdicts(
+    spark: SparkSession, ref: TableRef, table_names: Sequence[str]
+) -> dict[str, datetime | None]:
+    """``finalized_until`` of each of ``table_names`` that has a row (one read); empty when the
+    control table does not exist."""
+    if not table_names or not ref.exists(spark):
+        return {}
     from pyspark.sql import functions as sf
 
-    row = (
-        ref.read(spark).where(sf.col("table_name") == table_name).select("finalized_until").first()
+    rows = (
+        ref.read(spark)
+        .where(sf.col("table_name").isin(list(table_names)))
+        .select("table_name", "finalized_until")
+        .collect()
     )
-    return None if row is None else row["finalized_until"]
+    return {str(r["table_name"]): r["finalized_until"] for r in rows}
 
 
 def merge_verdict(
     spark: SparkSession,
     ref: TableRef,
-    row: tuple[str, datetime, str, datetime | None, datetime],
+    rows: Sequence[tuple[str, datetime, str, datetime | None, datetime]],
 ) -> None:
-    """MERGEs ``row`` (:data:`MERGED_COLUMNS`) on ``table_name``: inserted, or updating the row
-    only when its ``finalized_until`` is NULL or earlier. In SQL over a temporary view, not
-    ``DeltaTable.merge``: it needs no Delta Connect plugin, so it runs on Spark Connect and
-    serverless too (ADR 0061)."""
-    source = spark.createDataFrame([row], _MERGED_DDL)
+    """MERGEs ``rows`` (:data:`MERGED_COLUMNS`, one per table) on ``table_name``, in one
+    commit: each inserted, or updating its table's row only when its ``finalized_until`` is
+    NULL or earlier. In SQL over a temporary view, not ``DeltaTable.merge``: it needs no Delta
+    Connect plugin, so it runs on Spark Connect and serverless too (ADR 0061)."""
+    source = spark.createDataFrame(list(rows), _MERGED_DDL)
     columns = MERGED_COLUMNS
     view = f"mssql_cdc_finalization_{uuid.uuid4().hex}"
     source.createOrReplaceTempView(view)
