@@ -29,16 +29,17 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mssql_cdc.sink import (
+    DatabaseLedger,
     ensure_control_table,
     is_conflict,
     merge_verdict,
+    merge_verdicts,
     parse_utc,
     read_verdict,
     read_verdicts,
     table_ref,
     utc_now,
 )
-from mssql_cdc.sink.ledger import DatabaseLedger
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -61,6 +62,7 @@ __all__ = [
     "finalized_until",
     "freshness",
     "is_final",
+    "offset_from_text",
     "retry_conflicts",
     "track",
     "track_database",
@@ -82,6 +84,7 @@ _WARN_EVERY_SECONDS = 600.0
 _sleep = time.sleep  # tests replace it
 _monotonic = time.monotonic
 _merge = merge_verdict  # the control table's writer (mssql_cdc.sink.control); tests replace it
+_merge_all = merge_verdicts  # the same, many tables in one commit
 
 
 def _granularity(granularity: str) -> str:
@@ -144,7 +147,7 @@ def truncate(moment: datetime, granularity: str = "hour") -> datetime:
     return out
 
 
-def _offset_text(text: str) -> object:
+def offset_from_text(text: str) -> object:
     """An offset as ``SourceProgress`` holds it: JSON, or on PySpark 4.0/4.1 (whose
     ``StreamingQueryProgress.fromJson`` applies ``str()`` to the parsed offset) a Python dict
     literal such as ``{'lsn': '0x...', 'commit_ts': '...'}``."""
@@ -186,7 +189,7 @@ def end_offset_from_progress(progress: object, *, source_index: int = 0) -> dict
         return None
     end = sources[source_index].get("endOffset")
     if isinstance(end, str):
-        end = None if end.strip() in ("", "None", "null") else _offset_text(end)
+        end = None if end.strip() in ("", "None", "null") else offset_from_text(end)
     if not isinstance(end, Mapping) or "lsn" not in end or "commit_ts" not in end:
         return None
     return {"lsn": str(end["lsn"]), "commit_ts": str(end["commit_ts"])}
@@ -287,7 +290,7 @@ def advance(
         parse_utc(end_offset.get("commit_ts")),
         utc_now(),
     )
-    retry_conflicts(lambda: _merge(spark, ref, [row]), f"advance {table_name}")
+    retry_conflicts(lambda: _merge(spark, ref, row), f"advance {table_name}")
     return finalized_until(spark, control_table, table_name)
 
 
@@ -306,8 +309,9 @@ def finalize_database(
     All tables' verdicts move in one MERGE (retried as :func:`advance`'s), keyed by each
     table's bronze table as the facts rows name it (``target``).
 
-    Reads the facts table (three aggregations) and the control table once; runs on the driver,
-    after a run (batch mode) or from :func:`track_database` (continuous mode).
+    Reads the facts table (a few aggregations: the membership rows, the parked tables, each
+    table's newest row) and the control table; runs on the driver, after a run (batch mode) or
+    from :func:`track_database` (continuous mode).
 
     Returns:
         Each table's verdict after the MERGE (naive UTC; ``None`` before its first), by target.
@@ -316,15 +320,25 @@ def finalize_database(
         ValueError: a bad granularity or table name, or the facts table records no table of
             ``name`` (a typo, or a stream that has not run).
     """
+    found = _finalize_database(spark, control_table, name, facts_table, granularity)
+    if found is None:
+        raise ValueError(
+            f"{facts_table} records no table of a database stream named {name!r} with a "
+            "micro-batch row (a typo, or a stream that has not run yet)"
+        )
+    return found
+
+
+def _finalize_database(
+    spark: SparkSession, control_table: str, name: str, facts_table: str, granularity: str
+) -> dict[str, datetime | None] | None:
+    """:func:`finalize_database`; ``None`` when no table of ``name`` has a micro-batch row."""
     unit = _granularity(granularity)
     facts = table_ref(facts_table, "facts_table")
     ref = table_ref(control_table, "control_table")
     ends = DatabaseLedger(spark, facts, name, set()).table_ends()
     if not ends:
-        raise ValueError(
-            f"{facts.text} records no table of a database stream named {name!r} with a "
-            "micro-batch row (a typo, or a stream that has not run yet)"
-        )
+        return None
     ensure_control_table(spark, ref)
     current = read_verdicts(spark, ref, sorted(ends))
     now = utc_now()
@@ -337,7 +351,9 @@ def finalize_database(
         if verdict is None or verdict < proposed:
             rows.append((target, proposed, last.end_lsn, last.end_commit_ts, now))
     if rows:
-        retry_conflicts(lambda: _merge(spark, ref, rows), f"finalize the database stream {name}")
+        retry_conflicts(
+            lambda: _merge_all(spark, ref, rows), f"finalize the database stream {name}"
+        )
         current = read_verdicts(spark, ref, sorted(ends))
         log.info("finalize %s: %d of %d table(s) moved forward", name, len(rows), len(ends))
     return {target: current.get(target) for target in sorted(ends)}
@@ -574,7 +590,7 @@ def track_database(
     """Runs :func:`finalize_database` after every batch of the database stream ``query``
     (``start_database``'s; continuous mode), on one worker thread as :func:`track` does: the
     newest progress replaces a waiting one, failures never touch the query. Each run reads the
-    facts table (three aggregations) and MERGEs the tables that moved in one commit.
+    facts table (a few aggregations) and MERGEs the tables that moved in one commit.
 
     Args:
         query: the database stream's ``StreamingQuery``, or its name (``start_database``'s
@@ -589,9 +605,9 @@ def track_database(
     table_ref(facts_table, "facts_table")
 
     def apply(end: dict[str, str]) -> None:
-        finalize_database(
-            spark, control_table, name=name, facts_table=facts_table, granularity=granularity
-        )
+        # before the first micro-batch row of any table (a first batch still running): nothing
+        # to finalize yet, not a failure
+        _finalize_database(spark, control_table, name, facts_table, granularity)
 
     listener = FinalizationListener(
         spark,

@@ -6,6 +6,7 @@ between a single stream and the database stream."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -435,23 +436,29 @@ def _commits(source) -> list[str]:
 
 
 def test_max_commits_per_batch_bounds_every_table_s_batch(spark, source, tmp_path, caplog):
-    """Spark 4.2+: each database batch spans at most ``maxCommitsPerBatch`` commits of the
-    database, every table's range within it; Spark 4.0/4.1: one batch to the newest commit,
-    and one WARNING at the start saying so."""
+    """Spark 4.2+: after a new checkpoint's first batch (to the newest commit: each table
+    starts where its own start says), each database batch spans at most
+    ``maxCommitsPerBatch`` commits of the database, every table's range within it; Spark
+    4.0/4.1: every batch to the newest commit, and one WARNING at the start saying so."""
     from mssql_cdc.source.datasource import HAS_ADMISSION_CONTROL
 
     caplog.set_level("WARNING", logger="mssql_cdc")
     _both_changed(source)  # dbo.orders' four transactions, dbo.other's two, in one scan
     db = _Db(spark, source, tmp_path)
     db.options["maxCommitsPerBatch"] = "2"
+    first = _ends(db.run())
+    assert len(first) == 1  # not bounded
+    first_end = first[0]["lsn"]
+    assert len([c for c in _commits(source) if c <= first_end]) > 2
+    source.workload(10, scan=False)
+    _other(source, 2)
+    source.scan()
     query = db.run()
-    commits = _commits(source)
-    ends = [end_offset_from_progress(p) for p in query.recentProgress]
-    ends = [e["lsn"] for e in ends if e is not None]
-    assert ends[-1] == commits[-1]
-    low = "0x" + "0" * 20
-    spans = []
-    for end in sorted(set(ends)):
+    ends = [e["lsn"] for e in _ends(query)]
+    commits = [c for c in _commits(source) if first_end < c <= ends[-1]]
+    assert len(commits) >= 5
+    low, spans = first_end, []
+    for end in ends:
         spans.append(len([c for c in commits if low < c <= end]))
         low = end
     ignored = [r for r in caplog.records if "maxCommitsPerBatch=2 has no effect" in r.getMessage()]
@@ -460,20 +467,26 @@ def test_max_commits_per_batch_bounds_every_table_s_batch(spark, source, tmp_pat
         assert not ignored
     else:
         assert spans == [len(commits)]
-        assert len(ignored) == 1
+        assert len(ignored) == 2  # once per start
     order_cols = ["_start_lsn", "_seqval", "_operation", "_command_id"]
     assert db.rows("dbo_orders", order_cols) == [c[:4] for c in source.changes()]
     assert db.rows("dbo_other", ["_start_lsn", "_operation", "id", "note"]) == _other_changes(
         source
     )
-    # each table's rows: one facts row per batch that read it, none past its batch's end
-    facts = spark.read.format("delta").load(db.facts).where("event IS NULL")
+    # each table's rows: one facts row per batch that read it, each ending at its batch's end
+    facts = spark.read.format("delta").load(db.facts).where("event IS NULL AND rows > 0")
     for sink_id in ("t-dbo_orders", "t-dbo_other"):
-        got = facts.where(f"app_id = '{sink_id}' AND rows > 0").collect()
+        got = facts.where(f"app_id = '{sink_id}'").collect()
         assert sum(r["rows"] for r in got) == (
-            len(source.changes()) if sink_id == "t-dbo_orders" else 3
+            len(source.changes()) if sink_id == "t-dbo_orders" else 6
         )
-        assert {r["end_lsn"] for r in got} <= set(ends)
+        assert {r["end_lsn"] for r in got} <= {first_end, *ends}
+
+
+def _ends(query) -> list[dict[str, str]]:
+    """The end offset of each batch of the query's run that ran, in order."""
+    ran = [p for p in query.recentProgress if "addBatch" in p["durationMs"]]
+    return [e for e in (end_offset_from_progress(p) for p in ran) if e is not None]
 
 
 def _max_lsn(source) -> str:
@@ -561,7 +574,12 @@ def test_the_command_line_runs_a_schema_as_one_database_stream(
     assert main([*argv, *chk, "--database-stream", "sales-db"]) == 0
     for ci, n in (("dbo_orders", len(source.changes())), ("dbo_other", 3)):
         assert spark.read.format("delta").load(str(tmp_path / "b" / ci)).count() == n
-    assert "sales-db: 1 database batch ran" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "sales-db: 1 database batch ran" in out
+    # the progress, one line per batch that read a table (the tables in the order they landed)
+    landed = len(source.changes()) + 3
+    tables = r"\((dbo_orders, dbo_other|dbo_other, dbo_orders)\)"
+    assert re.search(rf"sales-db: batch 0 read 2 tables {tables}, {landed} rows, to 0x", out)
     # refused before anything starts, naming the argument
     bad = ["--checkpoint", str(tmp_path / "c" / "{ci}"), "--database-stream", "sales-db"]
     assert main([*argv, *bad]) == 2

@@ -19,24 +19,29 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mssql_cdc.cli.text import count_text
+from mssql_cdc.finalization import offset_from_text
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
     from rich.table import Table
 
-__all__ = ["ProgressPrinter", "StreamProgress", "batch_line"]
+__all__ = [
+    "ProgressPrinter",
+    "StreamProgress",
+    "batch_line",
+    "offset_mapping",
+    "progress_events",
+]
 
 #: seconds between refreshes of the panel / looks at the queries' progress
 REFRESH_S = 1.0
 
 
-def _offset(value: object) -> dict[str, Any]:
-    """An offset of a progress event (JSON text, or already a mapping)."""
+def offset_mapping(value: object) -> dict[str, Any]:
+    """An offset of a progress event (JSON text, a Python dict literal as PySpark 4.0/4.1's
+    Connect client holds it, or already a mapping; ``finalization.offset_from_text``)."""
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return {}
+        value = offset_from_text(value)
     return dict(value) if isinstance(value, Mapping) else {}
 
 
@@ -83,8 +88,8 @@ class StreamProgress:
             self.rows_per_second = float(speed) if speed is not None else None
             sources = event.get("sources") or []
             source = sources[0] if sources else {}
-            end = _offset(source.get("endOffset"))
-            newest = _offset(source.get("latestOffset"))
+            end = offset_mapping(source.get("endOffset"))
+            newest = offset_mapping(source.get("latestOffset"))
             self.offset = str(end.get("lsn") or self.offset)
             end_ts, newest_ts = _utc(end.get("commit_ts")), _utc(newest.get("commit_ts"))
             self.lag_seconds = None
@@ -197,7 +202,7 @@ class ProgressPrinter:
     def _look(self) -> None:
         landed: list[StreamProgress] = []
         for name, query in self.queries.items():
-            landed += self.streams[name].update(_events(query.recentProgress))
+            landed += self.streams[name].update(progress_events(query.recentProgress))
         if self._live is not None:
             states = {self.streams[n].name: _state(q) for n, q in self.queries.items()}
             self._live.update(_table(list(self.streams.values()), states), refresh=True)
@@ -206,7 +211,7 @@ class ProgressPrinter:
             print(batch_line(p), file=self.out, flush=True)
 
 
-def _events(progress: Sequence[Any]) -> list[Mapping[str, Any]]:
+def progress_events(progress: Sequence[Any]) -> list[Mapping[str, Any]]:
     """Progress events as mappings (PySpark's progress objects are dicts; Spark Connect's
     too)."""
     out: list[Mapping[str, Any]] = []

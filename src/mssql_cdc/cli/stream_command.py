@@ -20,6 +20,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, TextIO
 
+from mssql_cdc.cli.database_progress import follow_database
 from mssql_cdc.cli.progress import follow
 from mssql_cdc.cli.text import count_text
 from mssql_cdc.cli.usage import UsageError
@@ -401,30 +402,36 @@ def _run_database(
     from mssql_cdc import parked_tables, start_database
 
     shared = {k: v for k, v in options.items() if k.lower() != "captureinstance"}
-    query = start_database(
-        spark,
-        shared,
-        instances,
-        target=args.target,
-        app_id=args.app_id,
-        checkpoint=args.checkpoint,
-        facts_table=args.facts_table,
-        name=args.database_stream,
-        trigger=trigger,
-        bootstrap=args.bootstrap,
-        on_data_loss=args.on_data_loss,
-    )
-    print(f"{query.name}: streaming {len(instances)} capture instances", file=out)
-    try:
-        # no live panel: the query's own rows are none (its clock's); the sink logs each
-        # batch's tables at INFO, and the facts table has each table's rows
-        query.awaitTermination()
-    except KeyboardInterrupt:
-        print(f"{query.name}: stopping", file=out)
-        query.stop()
-    except Exception as exc:  # the query's failure, raised again by Spark on this thread
-        print(f"{query.name}: the query failed: {_first_line(exc)}", file=sys.stderr)
-        return 1
+    # the progress follows the sink's reports from before the query starts (its first batch's
+    # too); stopped, it prints what is left
+    with contextlib.ExitStack() as stack:
+        progress = follow_database(args.database_stream, out, enabled=_progress(args))
+        if progress is not None:
+            stack.enter_context(progress)
+        query = start_database(
+            spark,
+            shared,
+            instances,
+            target=args.target,
+            app_id=args.app_id,
+            checkpoint=args.checkpoint,
+            facts_table=args.facts_table,
+            name=args.database_stream,
+            trigger=trigger,
+            bootstrap=args.bootstrap,
+            on_data_loss=args.on_data_loss,
+        )
+        if progress is not None:
+            progress.attach(query)
+        print(f"{query.name}: streaming {len(instances)} capture instances", file=out)
+        try:
+            query.awaitTermination()
+        except KeyboardInterrupt:
+            print(f"{query.name}: stopping", file=out)
+            query.stop()
+        except Exception as exc:  # the query's failure, raised again by Spark on this thread
+            print(f"{query.name}: the query failed: {_first_line(exc)}", file=sys.stderr)
+            return 1
     ran = {p["batchId"] for p in query.recentProgress if "addBatch" in p.get("durationMs", {})}
     print(
         f"{query.name}: {count_text(len(ran), 'database batch', 'database batches')} ran; each "

@@ -30,6 +30,7 @@ __all__ = [
     "ensure_control_table",
     "merge_silver_position",
     "merge_verdict",
+    "merge_verdicts",
     "read_silver_position",
     "read_silver_positions",
     "read_verdict",
@@ -74,6 +75,16 @@ def read_verdicts(
 
 
 def merge_verdict(
+    spark: SparkSession,
+    ref: TableRef,
+    row: tuple[str, datetime, str, datetime | None, datetime],
+) -> None:
+    """MERGEs ``row`` (:data:`MERGED_COLUMNS`) on ``table_name``: inserted, or updating the row
+    only when its ``finalized_until`` is NULL or earlier (:func:`merge_verdicts` of one)."""
+    merge_verdicts(spark, ref, [row])
+
+
+def merge_verdicts(
     spark: SparkSession,
     ref: TableRef,
     rows: Sequence[tuple[str, datetime, str, datetime | None, datetime]],

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from mssql_cdc._metrics import metrics_dir
 from mssql_cdc.errors import DataLossError, SchemaChangedError, SqlServerError, find_error
+from mssql_cdc.sink.database_report import DatabaseBatchReport, publish
 from mssql_cdc.sink.delta import WARM_BETWEEN_BATCHES, WARM_WITHIN_BATCH, DeltaSink, warm_mode
 from mssql_cdc.sink.facts import (
     BatchCounts,
@@ -386,6 +387,20 @@ class DatabaseSink:
         for state in self._states.values():
             state.ours = True
         done.heartbeats = len(beats)
+        publish(
+            DatabaseBatchReport(
+                self.app_id,
+                batch_id,
+                upto,
+                end.get("commit_ts") or "",
+                tuple(done.read),
+                sum(r.row.counts.rows for r in rows if isinstance(r.row, BatchRow)),
+                done.heartbeats,
+                tuple(s.table.capture_instance for s in done.parked),
+                sum(1 for s in self._states.values() if s.parked is not None),
+                round((time.monotonic() - clock) * 1000),
+            )
+        )
         log.info(
             "%s: database batch %d to %s: %d table(s) read %s (%d ms finding them, %d ms "
             "planning their reads, %d ms writing them, %d ms the facts commit), %d heartbeat "

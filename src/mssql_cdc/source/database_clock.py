@@ -12,8 +12,10 @@ The first offset of a new checkpoint is LSN zero, so that the first trigger alwa
 stream's (``captureInstance`` names any of the stream's instances: the clock reads none). On
 Spark 4.2+, ``maxCommitsPerBatch`` bounds each batch's range as it bounds a single stream's
 (the same planner: the ``n``-th commit of ``cdc.lsn_time_mapping`` after the start, so that many
-database commits of captured tables); Spark 4.0/4.1 call the legacy ``latestOffset()`` and
-every batch ends at the newest commit (``start_database`` says so once, on the driver).
+database commits of captured tables), except the first batch of a new checkpoint, which ends
+at the newest commit (the tables' starts are their own); Spark 4.0/4.1 call the legacy
+``latestOffset()`` and every batch ends at the newest commit (``start_database`` says so once,
+on the driver).
 
 This module imports PySpark; ``import mssql_cdc`` does not import it (ADR 0004). Runs in
 Spark's Python planning process of the driver.
@@ -119,6 +121,11 @@ class DatabaseClockReader(DataSourceStreamReader):
         control)."""
         begin = start if start is not None else ZERO_OFFSET
         max_commits = limit.max_rows if _AVAILABLE_NOW and isinstance(limit, ReadMaxRows) else None
+        if begin.get("lsn") == ZERO_OFFSET["lsn"]:
+            # a new checkpoint's first batch: each table starts where its own start says (its
+            # position, startingLsn, bootstrap), none at LSN zero; bounded from zero, the
+            # batches would walk the database's retained history in empty steps
+            max_commits = None
         return self.planner.latest_offset(begin, max_commits)
 
     def partitions(self, start: dict[str, str], end: dict[str, str]) -> Sequence[InputPartition]:
