@@ -307,7 +307,7 @@ def finalize_database(
     heartbeat's): a table is complete up to where it landed, whatever the query's offset. A
     parked table, one that left the stream and one with no micro-batch row yet are left alone.
     All tables' verdicts move in one MERGE (retried as :func:`advance`'s), keyed by each
-    table's bronze table as the facts rows name it (``target``).
+    table's bronze table as the facts rows name it (``target``; ADR 0215).
 
     Reads the facts table (a few aggregations: the membership rows, the parked tables, each
     table's newest row) and the control table; runs on the driver, after a run (batch mode) or
