@@ -314,33 +314,25 @@ def finalize_database(
     from :func:`track_database` (continuous mode).
 
     Returns:
-        Each table's verdict after the MERGE (naive UTC; ``None`` before its first), by target.
+        The verdict of each table of the stream after the MERGE (naive UTC; ``None`` before
+        its first; a parked table's as it kept it), by target.
 
     Raises:
         ValueError: a bad granularity or table name, or the facts table records no table of
-            ``name`` (a typo, or a stream that has not run).
+            a database stream ``name`` (a typo, a single stream's name, or a stream that has
+            not run yet).
     """
-    found = _finalize_database(spark, control_table, name, facts_table, granularity)
-    if found is None:
-        raise ValueError(
-            f"{facts_table} records no table of a database stream named {name!r} with a "
-            "micro-batch row (a typo, or a stream that has not run yet)"
-        )
-    return found
-
-
-def _finalize_database(
-    spark: SparkSession, control_table: str, name: str, facts_table: str, granularity: str
-) -> dict[str, datetime | None] | None:
-    """:func:`finalize_database`; ``None`` when no table of ``name`` has a micro-batch row."""
     unit = _granularity(granularity)
     facts = table_ref(facts_table, "facts_table")
     ref = table_ref(control_table, "control_table")
-    ends = DatabaseLedger(spark, facts, name, set()).table_ends()
-    if not ends:
-        return None
+    targets, ends = DatabaseLedger(spark, facts, name, set()).table_ends()
+    if not targets:
+        raise ValueError(
+            f"{facts.text} records no table of a database stream named {name!r} (a typo, a "
+            "single stream's name, or a stream that has not run yet)"
+        )
     ensure_control_table(spark, ref)
-    current = read_verdicts(spark, ref, sorted(ends))
+    current = read_verdicts(spark, ref, targets)
     now = utc_now()
     rows = []
     for target, last in sorted(ends.items()):
@@ -354,9 +346,9 @@ def _finalize_database(
         retry_conflicts(
             lambda: _merge_all(spark, ref, rows), f"finalize the database stream {name}"
         )
-        current = read_verdicts(spark, ref, sorted(ends))
-        log.info("finalize %s: %d of %d table(s) moved forward", name, len(rows), len(ends))
-    return {target: current.get(target) for target in sorted(ends)}
+        current = read_verdicts(spark, ref, targets)
+        log.info("finalize %s: %d of %d table(s) moved forward", name, len(rows), len(targets))
+    return {target: current.get(target) for target in targets}
 
 
 def retry_conflicts(action: Callable[[], T], what: str) -> T:
@@ -605,9 +597,10 @@ def track_database(
     table_ref(facts_table, "facts_table")
 
     def apply(end: dict[str, str]) -> None:
-        # before the first micro-batch row of any table (a first batch still running): nothing
-        # to finalize yet, not a failure
-        _finalize_database(spark, control_table, name, facts_table, granularity)
+        # a batch ran: its tables joined, so none means not a database stream of this name
+        finalize_database(
+            spark, control_table, name=name, facts_table=facts_table, granularity=granularity
+        )
 
     listener = FinalizationListener(
         spark,

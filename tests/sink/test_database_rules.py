@@ -58,7 +58,7 @@ class _Source:
     def read(self, spark, capture_instance, after, upto, upto_commit_ts=""):  # pragma: no cover
         raise AssertionError("no read in these tests")
 
-    def start(self, capture_instance, upto):  # pragma: no cover
+    def start(self, capture_instance, upto, low=None):  # pragma: no cover
         return None
 
 

@@ -51,7 +51,7 @@ def _facts(spark, tmp_path, rows) -> str:
         for i, (sink, kind, detail, batch, commit_ts) in enumerate(rows)
     ]
     path = str(tmp_path / "facts")
-    spark.createDataFrame(data, SCHEMA).write.format("delta").save(path)
+    spark.createDataFrame(data, SCHEMA).write.format("delta").mode("overwrite").save(path)
     return path
 
 
@@ -81,13 +81,16 @@ def test_each_table_moves_to_the_hour_of_its_own_newest_row(spark, tmp_path):
     )
     control = str(tmp_path / "control")
     verdicts = finalize_database(spark, control, name="db", facts_table=facts)
+    # every table of the stream is answered; the parked one and those without a commit time
+    # keep what they had (none here); another stream's is not the stream's
     assert verdicts == {
         "/b/a": dt.datetime(2026, 12, 1, 12, 0),
         "/b/g": dt.datetime(2026, 12, 1, 15, 0),
+        "/b/n": None,
+        "/b/p": None,
         "/b/z": None,
     }
-    for left_alone in ("/b/p", "/b/n", "/b/o"):
-        assert finalized_until(spark, control, left_alone) is None
+    assert finalized_until(spark, control, "/b/o") is None
     rows = spark.read.format("delta").load(control).orderBy("table_name").collect()
     assert [(r["table_name"], r["end_lsn"]) for r in rows] == [
         ("/b/a", f"0x{2:020X}"),
@@ -102,5 +105,21 @@ def test_each_table_moves_to_the_hour_of_its_own_newest_row(spark, tmp_path):
 
 def test_a_stream_the_facts_do_not_record_is_refused(spark, tmp_path):
     facts = _facts(spark, tmp_path, [_member("a"), _batch("a", 0, T0)])
-    with pytest.raises(ValueError, match="no table of a database stream named 'dbx'"):
-        finalize_database(spark, str(tmp_path / "control"), name="dbx", facts_table=facts)
+    for name in ("dbx", "a"):  # a typo; a table's own sink id (a single stream's name)
+        with pytest.raises(ValueError, match=f"no table of a database stream named '{name}'"):
+            finalize_database(spark, str(tmp_path / "control"), name=name, facts_table=facts)
+
+
+def test_a_stream_whose_tables_are_all_parked_keeps_their_verdicts(spark, tmp_path):
+    at = dt.datetime(2026, 12, 1, 10, 30)
+    control = str(tmp_path / "control")
+    rows = [_member("a"), _batch("a", 0, at)]
+    facts = _facts(spark, tmp_path, rows)
+    assert finalize_database(spark, control, name="db", facts_table=facts) == {
+        "/b/a": dt.datetime(2026, 12, 1, 10, 0)
+    }
+    later = [*rows, _batch("a", 1, at + dt.timedelta(hours=3)), _parked("a")]
+    facts = _facts(spark, tmp_path, later)  # its newest batch, then parked
+    assert finalize_database(spark, control, name="db", facts_table=facts) == {
+        "/b/a": dt.datetime(2026, 12, 1, 10, 0)
+    }

@@ -165,9 +165,10 @@ class DatabaseSource(Protocol):
         schema. ``upto_commit_ts``: the commit time of ``upto`` as the clock's offset gives it
         (the read's end for its metrics; ``""``: unknown)."""
 
-    def start(self, capture_instance: str, upto: str) -> str | None:
-        """Where a table new to the stream starts: an LSN taken as processed, or ``None``
-        (read from its ``startingLsn``: ``earliest``)."""
+    def start(self, capture_instance: str, upto: str, low: str | None = None) -> str | None:
+        """Where a table new to the stream starts, joining in a batch ending at ``upto``, its
+        capture instance's low-water mark ``low`` (``None``: unknown): an LSN taken as
+        processed, or ``None`` (read from its ``startingLsn``: ``earliest``)."""
 
 
 @dataclass
@@ -478,6 +479,7 @@ class DatabaseSink:
         states: dict[str, _State] = {}
         rows: list[TableRow] = []
         joining: list[_State] = []
+        lows: dict[str, str] | None = None
         for table in self.tables:
             state = self._state(table, last.get(table.sink_id))
             member = members.get(table.sink_id)
@@ -496,7 +498,9 @@ class DatabaseSink:
                     )
             else:
                 if state.last < 0:  # its startingLsn (or bootstrap snapshot), recorded
-                    state.position = self.source.start(ci, upto)
+                    if lows is None:  # one listing for all the tables that join
+                        lows = {n: low for n, (low, _) in self.source.tables().items()}
+                    state.position = self.source.start(ci, upto, lows.get(ci))
                 self._join(ledger, state, batch_id, upto, rows)
                 if state.parked is None:
                     joining.append(state)
@@ -681,7 +685,9 @@ class DatabaseSink:
         """The tables of the batch to read, in the order given: new ones, those below their
         table's low-water mark, those with changes in ``(position, upto]`` in any instance of
         their table (the listed one, and a newer one it switches to); a table whose instance
-        is gone, or whose change tables the probe may not read, is parked."""
+        is gone, or whose change tables the probe may not read, is parked. A table whose start
+        is past the batch's end (a bootstrap snapshot, ``latest`` below an instance enabled
+        later, a single stream ahead), or new with an instance that begins after it, waits."""
         if not todo:
             return []
         upto = done.upto
@@ -700,9 +706,15 @@ class DatabaseSink:
                 continue
             low, names = tables[ci]
             state.switching = len(names) > 1
+            if state.position is None and low > upto:
+                # a new table whose capture instance begins after this batch (enabled while
+                # the stream is behind): nothing of it to read yet, and no row; it waits
+                continue
+            if state.position is not None and state.position >= upto:
+                continue  # ahead of this batch (a start past it): nothing to read yet
             if state.position is None or low > state.position:
                 chosen.add(ci)
-            elif state.position < upto:
+            else:
                 by_position.setdefault(state.position, []).append((state, names))
         for after, states in by_position.items():
             chosen |= self._changed(ledger, states, (after, upto), batch_id, done)

@@ -149,13 +149,18 @@ class ServerReads:
         opts = {k: v for k, v in opts.items() if k.lower() != "metricspath"}
         return spark.read.format("mssql_cdc").options(**opts).load()
 
-    def start(self, capture_instance: str, upto: str) -> str | None:
+    def start(self, capture_instance: str, upto: str, low: str | None = None) -> str | None:
         """A new table's start: ``startingLsn=latest`` is the batch's end (nothing older is
-        read), an LSN is itself, ``earliest`` (the default) is ``None``."""
+        read), or, when the table's capture instance begins after it (``low``, its low-water
+        mark, past ``upto``: a table enabled while the stream is behind), the LSN just below
+        its first change, so that the start is not taken for a loss; an LSN is itself,
+        ``earliest`` (the default) is ``None``."""
         given = _starting(self.options[capture_instance])
         if given is None or given.lower() == "earliest":
             return None
         if given.lower() == "latest":
+            if low is not None and low > upto:
+                return str(Lsn.parse(low).prev())
             return upto
         return str(Lsn.parse(given))
 

@@ -151,23 +151,26 @@ class DatabaseLedger:
             return {}
         return landed.last_batches(self.spark, self.facts, sink_ids)
 
-    def table_ends(self) -> dict[str, TableBatch]:
-        """Each table of the stream (joined in its live generation, not left, not parked): its
-        newest micro-batch row, by its bronze table as the rows name it (three reads: the
-        membership rows, the parked tables, the newest rows). A table with no micro-batch row
-        yet is left out."""
+    def table_ends(self) -> tuple[list[str], dict[str, TableBatch]]:
+        """The stream's tables (joined in their live generation, not left), by their bronze
+        table as the rows name them; and the newest micro-batch row of each that is not
+        parked and has one (three reads: the membership rows, the parked tables, the newest
+        rows)."""
         if not self.facts.exists(self.spark):
-            return {}
+            return [], {}
         members = {
             sid: m.target for sid, m in self.members().items() if m.joined and m.target is not None
         }
+        if not members:
+            return [], {}
         parked = {p.target for p in self.parked().values()}
         last = self.last_batches(sorted(members))
-        return {
+        ends = {
             target: last[sid]
             for sid, target in members.items()
             if sid in last and target not in parked
         }
+        return sorted(set(members.values())), ends
 
     def facts_txn(self, sink_id: str) -> int:
         """The ``txnVersion`` of ``sink_id``'s own facts commits (``<sink>#facts``: a single
