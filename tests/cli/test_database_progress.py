@@ -15,7 +15,7 @@ from mssql_cdc.cli.database_progress import (
     follow_database,
     progress_line,
 )
-from mssql_cdc.sink.database_report import DatabaseBatchReport, observe, publish
+from mssql_cdc.sink.database_report import DatabaseBatchReport, observe_batches, publish
 
 
 def report(batch, tables=(), rows=0, *, parked=(), total=0, stream="sales-db"):
@@ -139,7 +139,7 @@ def test_an_observer_that_fails_never_fails_the_batch():
     def broken(_report):
         raise RuntimeError("boom")
 
-    stop_broken, stop_seen = observe(broken), observe(seen.append)
+    stop_broken, stop_seen = observe_batches(broken), observe_batches(seen.append)
     try:
         publish(report(0))
     finally:

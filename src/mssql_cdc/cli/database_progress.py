@@ -3,7 +3,7 @@ did, while it runs.
 
 The query's own progress holds no rows (its source is the clock, ``mssql_cdc_database``), so
 the view is built from the sink's report of each database batch
-(``mssql_cdc.sink.database_report``), handed over in this process on classic Spark: the tables
+(``mssql_cdc.sink.observe_batches``), handed over in this process on classic Spark: the tables
 read, their rows, the tables parked. On Spark Connect the sink runs in the server and reports
 nothing here; the view then shows the batches and the offset from the query's progress alone.
 On a terminal with ``rich`` installed a panel refreshes in place; otherwise one plain line is
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from mssql_cdc.cli.progress import REFRESH_S, offset_mapping, progress_events
 from mssql_cdc.cli.text import count_text
-from mssql_cdc.sink.database_report import DatabaseBatchReport, observe
+from mssql_cdc.sink import DatabaseBatchReport, observe_batches
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
@@ -192,7 +192,7 @@ class DatabaseProgressPrinter:
         )
 
     def __enter__(self) -> DatabaseProgressPrinter:
-        self._unobserve = observe(self._report)
+        self._unobserve = observe_batches(self._report)
         if self._live is not None:
             self._live.start()
         self._thread.start()

@@ -28,6 +28,7 @@ from mssql_cdc.sink.control import (
     read_verdict,
     read_verdicts,
 )
+from mssql_cdc.sink.database_report import DatabaseBatchReport, observe_batches
 from mssql_cdc.sink.database_sink import (
     DatabaseSettings,
     DatabaseSink,
@@ -98,6 +99,7 @@ __all__ = [
     "ChunkFact",
     "ChunkLanded",
     "ChunkedSnapshot",
+    "DatabaseBatchReport",
     "DatabaseLedger",
     "DatabaseSettings",
     "DatabaseSink",
@@ -141,6 +143,7 @@ __all__ = [
     "merge_verdict",
     "merge_verdicts",
     "missing_facts_columns",
+    "observe_batches",
     "park_at_start",
     "parkable",
     "parse_utc",

@@ -1,7 +1,8 @@
 """What each database batch did, handed to the observers in the driver process.
 
 ``DatabaseSink`` publishes one :class:`DatabaseBatchReport` per database batch, after the
-batch's facts commit, to every callable registered with :func:`observe` in the process that
+batch's facts commit, to every callable registered with :func:`observe_batches` in the process
+that
 runs the ``foreachBatch`` function: on classic Spark the driver's Python process that started
 the query (``mssql-cdc stream --database-stream`` draws its progress panel from them); on Spark
 Connect the server's ``foreachBatch`` worker, where no one observes. The facts table stays the
@@ -18,7 +19,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["DatabaseBatchReport", "observe", "publish"]
+__all__ = ["DatabaseBatchReport", "observe_batches", "publish"]
 
 log = logging.getLogger("mssql_cdc.sink")
 
@@ -57,7 +58,7 @@ _lock = threading.Lock()
 _observers: list[Callable[[DatabaseBatchReport], None]] = []
 
 
-def observe(callback: Callable[[DatabaseBatchReport], None]) -> Callable[[], None]:
+def observe_batches(callback: Callable[[DatabaseBatchReport], None]) -> Callable[[], None]:
     """Hands every later report of this process to ``callback``; returns the function that
     stops it (idempotent)."""
     with _lock:
