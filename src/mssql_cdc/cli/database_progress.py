@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
-from mssql_cdc.cli.progress import REFRESH_S, offset_mapping, progress_events
+from mssql_cdc.cli.progress import REFRESH_S, live_display, offset_mapping, progress_events
 from mssql_cdc.cli.text import count_text
 from mssql_cdc.sink import DatabaseBatchReport, observe_batches
 
@@ -177,16 +177,7 @@ class DatabaseProgressPrinter:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._unobserve: Callable[[], None] = _nothing
-        self._live: Any = None
-        if live:
-            try:
-                from rich.console import Console
-                from rich.live import Live
-            except ImportError:  # the cli extra is not installed: plain lines
-                pass
-            else:
-                console = Console(file=out, force_terminal=True, width=width)
-                self._live = Live(console=console, auto_refresh=False, transient=False)
+        self._live: Any = live_display(out, width) if live else None
         self._thread = threading.Thread(
             target=self._run, name="mssql-cdc-database-progress", daemon=True
         )

@@ -23,12 +23,14 @@ from mssql_cdc.finalization import offset_from_text
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
+    from rich.live import Live
     from rich.table import Table
 
 __all__ = [
     "ProgressPrinter",
     "StreamProgress",
     "batch_line",
+    "live_display",
     "offset_mapping",
     "progress_events",
 ]
@@ -99,6 +101,18 @@ class StreamProgress:
         return landed
 
 
+def live_display(out: TextIO, width: int | None = None) -> Live | None:
+    """A ``rich.live.Live`` panel writing to ``out`` (refreshed by its caller), or ``None``
+    when the ``cli`` extra (``rich``) is not installed: plain lines then."""
+    try:
+        from rich.console import Console
+        from rich.live import Live as Display
+    except ImportError:
+        return None
+    console = Console(file=out, force_terminal=True, width=width)
+    return Display(console=console, auto_refresh=False, transient=False)
+
+
 def _number(value: float | None, unit: str = "") -> str:
     return "-" if value is None else f"{value:,.1f}{unit}"
 
@@ -165,16 +179,7 @@ class ProgressPrinter:
         self.interval = interval
         self.streams = {name: StreamProgress(q.name or name) for name, q in self.queries.items()}
         self._stop = threading.Event()
-        self._live: Any = None
-        if live:
-            try:
-                from rich.console import Console
-                from rich.live import Live
-            except ImportError:  # the cli extra is not installed: plain lines
-                live = False
-            else:
-                console = Console(file=out, force_terminal=True, width=width)
-                self._live = Live(console=console, auto_refresh=False, transient=False)
+        self._live: Any = live_display(out, width) if live else None
         self._thread = threading.Thread(target=self._run, name="mssql-cdc-progress", daemon=True)
 
     def __enter__(self) -> ProgressPrinter:

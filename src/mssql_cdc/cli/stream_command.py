@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from mssql_cdc.cli.database_progress import follow_database
 from mssql_cdc.cli.progress import follow
@@ -412,14 +412,8 @@ def _run_database(
             spark,
             shared,
             instances,
-            target=args.target,
-            app_id=args.app_id,
-            checkpoint=args.checkpoint,
-            facts_table=args.facts_table,
             name=args.database_stream,
-            trigger=trigger,
-            bootstrap=args.bootstrap,
-            on_data_loss=args.on_data_loss,
+            **_many_settings(args, trigger),
         )
         if progress is not None:
             progress.attach(query)
@@ -450,6 +444,20 @@ def _run_database(
             file=sys.stderr,
         )
     return 1 if parked else 0
+
+
+def _many_settings(args: argparse.Namespace, trigger: dict[str, object]) -> dict[str, Any]:
+    """The keyword arguments ``start_many`` and ``start_database`` take alike from the command
+    line: the templates, the facts table, the trigger, the bootstrap and ``on_data_loss``."""
+    return {
+        "target": args.target,
+        "app_id": args.app_id,
+        "checkpoint": args.checkpoint,
+        "facts_table": args.facts_table,
+        "trigger": trigger,
+        "bootstrap": args.bootstrap,
+        "on_data_loss": args.on_data_loss,
+    }
 
 
 def _schema_instances(options: Mapping[str, str], schema: str) -> list[str]:
@@ -517,13 +525,7 @@ def _run_many(
             spark,
             options,
             instances,
-            target=args.target,
-            app_id=args.app_id,
-            checkpoint=args.checkpoint,
-            facts_table=args.facts_table,
-            trigger=trigger,
-            bootstrap=args.bootstrap,
-            on_data_loss=args.on_data_loss,
+            **_many_settings(args, trigger),
         )
     for ci, query in queries.items():
         print(f"{query.name}: streaming {ci}", file=out)
